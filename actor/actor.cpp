@@ -1,0 +1,282 @@
+#include "actor/actor.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "envs/vector_env.h"
+#include "models/policy.h"
+#include "runtime/error.h"
+#include "runtime/param_channel.h"
+#include "runtime/rollout.h"
+#include "runtime/run_setup.h"
+#include "runtime/transport.h"
+#include "runtime/wire.h"
+
+namespace mpirl::actor {
+namespace {
+
+constexpr size_t kHeaderRegion = 4096;
+
+// One preallocated rollout message: header region, then the payload for E sequences and room for
+// up to E*T finished-episode statistics.
+struct Slot {
+  std::vector<char> buf;
+  MPI_Request req = MPI_REQUEST_NULL;
+  char* payload() { return buf.data() + kHeaderRegion; }
+};
+
+class Actor {
+ public:
+  Actor(const Config& cfg, const Comms& comms)
+      : cfg_(cfg), comms_(comms), E_(cfg.env.num_envs), T_(cfg.actor.rollout_len),
+        venv_(cfg.env.id, cfg.env.num_envs,
+              envs::mix_seed(cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))),
+              env_options(cfg)),
+        spec_(venv_.spec()), layout_(spec_, T_), policy_(spec_, model_options(cfg)),
+        params_(comms.publish, models::num_params(policy_)),
+        gen_(at::make_generator<at::CPUGeneratorImpl>(envs::mix_seed(cfg.run.seed, 77 + uint64_t(comms.rank)))) {
+    policy_->eval();
+    credits_ = cfg.actor.max_inflight;
+    flat_.resize(size_t(models::num_params(policy_)));
+    size_t payload = wire::payload_bytes(layout_.arrays(E_, true, E_ * T_));
+    slots_.resize(size_t(cfg.actor.max_inflight));
+    for (auto& s : slots_) s.buf.resize(kHeaderRegion + payload);
+    for (size_t f = 0; f < layout_.fields().size(); ++f) off_[layout_.fields()[f].name] = layout_.field_offset(f, E_);
+  }
+
+  void run() {
+    torch::NoGradGuard no_grad;
+    post_ctl();
+    params_.post();
+    Backoff b;
+    while (!poll_params()) {
+      if (stop_) return finish();
+      b.idle();
+    }
+    Slot* s = &slots_[0];
+    venv_.reset(f32(*s, "obs"), (T_ + 1) * spec_.obs_size(), u8(*s, "is_init"), T_ + 1);
+    size_t k = 0;
+    while (!stop_) {
+      if (!collect(*s)) break;
+      send(*s);
+      Slot* next = &slots_[++k % slots_.size()];
+      if (!wait_for(*next)) break;
+      carry_over(*s, *next);
+      s = next;
+    }
+    finish();
+  }
+
+ private:
+  float* f32(Slot& s, const char* f) { return reinterpret_cast<float*>(s.payload() + off_[f]); }
+  uint8_t* u8(Slot& s, const char* f) { return reinterpret_cast<uint8_t*>(s.payload() + off_[f]); }
+
+  // Tests the parameter broadcast; true when new parameters were loaded.
+  bool poll_params() {
+    int64_t v = 0;
+    switch (params_.poll(flat_.data(), &v)) {
+      case ParamChannel::Got::Params:
+        models::read_flat(policy_, flat_.data());
+        version_ = v;
+        return true;
+      case ParamChannel::Got::Stop:
+        stop_ = true;
+        return false;
+      case ParamChannel::Got::Nothing:
+        return false;
+    }
+    return false;
+  }
+
+  void post_ctl() { MPIRL_MPI(MPI_Irecv(ctl_.data(), int(ctl_.size()), MPI_BYTE, comms_.layout.replay_rank(),
+                                        kTagActorCtl, comms_.world, &ctl_req_)); }
+
+  // Consumes control messages from the replay; returns true once ActorDoneAck has arrived.
+  bool poll_ctl() {
+    while (!done_acked_) {
+      int done = 0;
+      MPI_Status st;
+      MPIRL_MPI(MPI_Test(&ctl_req_, &done, &st));
+      if (!done) return false;
+      int count = 0;
+      MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+      auto msg = wire::decode(ctl_.data(), size_t(count), st.MPI_SOURCE,
+                              {wire::Kind::RolloutAck, wire::Kind::ActorDoneAck});
+      if (msg.env.kind == wire::Kind::ActorDoneAck) {
+        done_acked_ = true;
+      } else {
+        ++credits_;
+        post_ctl();
+      }
+    }
+    return true;
+  }
+
+  // Waits until slot `s` is free to fill and a send credit is available; false when stopping.
+  bool wait_for(Slot& s) {
+    Backoff b;
+    for (;;) {
+      poll_ctl();
+      poll_params();
+      if (stop_) return false;
+      int done = 1;
+      if (s.req != MPI_REQUEST_NULL) MPIRL_MPI(MPI_Test(&s.req, &done, MPI_STATUS_IGNORE));
+      if (done && credits_ > 0) return true;
+      b.idle();
+    }
+  }
+
+  // Steps T times writing straight into the slot. False if a Stop arrived mid-rollout.
+  bool collect(Slot& s) {
+    const int64_t D = spec_.obs_size(), L = spec_.dist_size(), A = spec_.action_size();
+    float* obs = f32(s, "obs");
+    float* dist = f32(s, "dist");
+    float* logp = f32(s, "logp");
+    float* tv = f32(s, "trunc_value");
+    char* act = s.payload() + off_["action"];
+    min_version_ = version_;
+    auto opts = torch::TensorOptions().dtype(torch::kFloat32);
+    for (int64_t t = 0; t < T_; ++t) {
+      poll_params();
+      if (stop_) return false;
+      min_version_ = std::min(min_version_, version_);
+      auto obs_t = torch::from_blob(obs + t * D, {E_, D}, {(T_ + 1) * D, 1}, opts);
+      auto out = policy_->forward(obs_t);
+      auto a = models::sample(spec_, out.dist, gen_);
+      torch::from_blob(logp + t, {E_}, {T_}, opts).copy_(models::log_prob(spec_, out.dist, a));
+      torch::from_blob(dist + t * L, {E_, L}, {T_ * L, 1}, opts).copy_(out.dist);
+      if (spec_.discrete) {
+        torch::from_blob(reinterpret_cast<int64_t*>(act) + t, {E_}, {T_}, torch::kInt64).copy_(a);
+      } else {
+        torch::from_blob(reinterpret_cast<float*>(act) + t * A, {E_, A}, {T_ * A, 1}, opts).copy_(a);
+      }
+      auto a_c = a.contiguous();
+      envs::StepOutputs o;
+      o.obs = obs + (t + 1) * D;
+      o.obs_stride = (T_ + 1) * D;
+      o.is_init = u8(s, "is_init") + t + 1;
+      o.is_init_stride = T_ + 1;
+      o.reward = f32(s, "reward") + t;
+      o.terminated = u8(s, "terminated") + t;
+      o.truncated = u8(s, "truncated") + t;
+      o.scalar_stride = T_;
+      venv_.step(spec_.discrete ? a_c.data_ptr<int64_t>() : nullptr, spec_.discrete ? nullptr : a_c.data_ptr<float>(), o);
+      // Truncated episodes bootstrap from the value of their last state (behaviour policy's value).
+      truncated_.clear();
+      for (int64_t e = 0; e < E_; ++e) {
+        tv[e * T_ + t] = 0.f;
+        if (o.truncated[e * T_]) truncated_.push_back(e);
+      }
+      if (!truncated_.empty()) {
+        auto last = torch::empty({int64_t(truncated_.size()), D}, opts);
+        for (size_t k = 0; k < truncated_.size(); ++k)
+          std::copy(venv_.final_obs(int(truncated_[k])), venv_.final_obs(int(truncated_[k])) + D,
+                    last.data_ptr<float>() + int64_t(k) * D);
+        auto v = policy_->forward(last).value.contiguous();
+        for (size_t k = 0; k < truncated_.size(); ++k) tv[truncated_[k] * T_ + t] = v.data_ptr<float>()[k];
+      }
+    }
+    return true;
+  }
+
+  void send(Slot& s) {
+    auto stats = venv_.take_finished();
+    const int64_t m = int64_t(stats.size());
+    MPIRL_CHECK(m <= E_ * T_, "{} episodes in one rollout", m);
+    auto arrays = layout_.arrays(E_, true, m);
+    std::vector<size_t> offsets;
+    wire::payload_bytes(arrays, &offsets);
+    const size_t nf = layout_.fields().size();
+    auto* ver = reinterpret_cast<int64_t*>(s.payload() + off_["version"]);
+    auto* act = reinterpret_cast<int32_t*>(s.payload() + off_["actor"]);
+    auto* idx = reinterpret_cast<int32_t*>(s.payload() + off_["env_index"]);
+    for (int64_t e = 0; e < E_; ++e) {
+      ver[e] = min_version_;
+      act[e] = comms_.rank;
+      idx[e] = int32_t(e);
+    }
+    auto* r = reinterpret_cast<float*>(s.payload() + offsets[nf]);
+    auto* l = reinterpret_cast<int32_t*>(s.payload() + offsets[nf + 1]);
+    for (int64_t k = 0; k < m; ++k) {
+      r[k] = stats[size_t(k)].ret;
+      l[k] = stats[size_t(k)].length;
+    }
+    wire::Envelope env;
+    env.kind = wire::Kind::Rollout;
+    env.sender = comms_.rank;
+    env.seq = seq_++;
+    env.policy_version = min_version_;
+    env.arrays = std::move(arrays);
+    size_t total = wire::write_header(s.buf.data(), kHeaderRegion, env);
+    MPIRL_MPI(MPI_Isend(s.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world, &s.req));
+    --credits_;
+  }
+
+  // The last observation of a rollout is the first of the next.
+  void carry_over(Slot& from, Slot& to) {
+    const int64_t D = spec_.obs_size();
+    float* fo = f32(from, "obs");
+    float* to_obs = f32(to, "obs");
+    uint8_t* fi = u8(from, "is_init");
+    uint8_t* ti = u8(to, "is_init");
+    for (int64_t e = 0; e < E_; ++e) {
+      std::copy(fo + (e * (T_ + 1) + T_) * D, fo + (e * (T_ + 1) + T_ + 1) * D, to_obs + e * (T_ + 1) * D);
+      ti[e * (T_ + 1)] = fi[e * (T_ + 1) + T_];
+    }
+  }
+
+  // Stop: every rollout already sent is delivered, then ActorDone, then wait for its ack.
+  void finish() {
+    Backoff b;
+    for (auto& s : slots_) {
+      while (s.req != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPIRL_MPI(MPI_Test(&s.req, &done, MPI_STATUS_IGNORE));
+        if (!done) {
+          poll_ctl();
+          b.idle();
+        }
+      }
+    }
+    wire::Envelope env;
+    env.kind = wire::Kind::ActorDone;
+    env.sender = comms_.rank;
+    env.seq = seq_++;
+    auto frame = wire::build_frame(env, nullptr, 0);
+    MPI_Request req;
+    MPIRL_MPI(MPI_Isend(frame.data(), int(frame.size()), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world, &req));
+    wait_request(req, [&] { poll_ctl(); });
+    while (!poll_ctl()) b.idle();
+    spdlog::debug("actor {}: done after {} rollouts", comms_.rank, seq_ - 1);
+  }
+
+  const Config& cfg_;
+  const Comms& comms_;
+  const int64_t E_, T_;
+  envs::VectorEnv venv_;
+  envs::EnvSpec spec_;
+  SeqLayout layout_;
+  models::Policy policy_;
+  ParamChannel params_;
+  at::Generator gen_;
+  std::vector<float> flat_;
+  std::vector<int64_t> truncated_;
+  std::vector<Slot> slots_;
+  std::map<std::string, size_t> off_;
+  std::vector<char> ctl_ = std::vector<char>(4096);
+  MPI_Request ctl_req_ = MPI_REQUEST_NULL;
+  int credits_ = 0;
+  int64_t version_ = -1, min_version_ = -1;
+  uint64_t seq_ = 0;
+  bool stop_ = false, done_acked_ = false;
+};
+
+}  // namespace
+
+void run_actor(const Config& cfg, const Comms& comms) {
+  torch::set_num_threads(cfg.actor.threads);
+  Actor a(cfg, comms);
+  a.run();
+}
+
+}  // namespace mpirl::actor

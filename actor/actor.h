@@ -1,0 +1,13 @@
+#pragma once
+// The actor role: E envs stepped in lock-step with local CPU inference (no grad), rollouts of
+// T steps x E envs written into one of actor.max_inflight preallocated message buffers and sent to
+// the replay with MPI_Isend while the next one fills (double buffering). New parameters arrive
+// through a posted MPI_Ibcast that is tested between steps and swapped in without blocking.
+#include "runtime/config.h"
+#include "runtime/roles.h"
+
+namespace mpirl::actor {
+
+void run_actor(const Config& cfg, const Comms& comms);
+
+}  // namespace mpirl::actor

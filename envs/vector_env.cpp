@@ -1,0 +1,79 @@
+#include "envs/vector_env.h"
+
+#include <cmath>
+
+#include "envs/registry.h"
+#include "runtime/error.h"
+
+namespace mpirl::envs {
+
+uint64_t mix_seed(uint64_t seed, uint64_t stream) {
+  // splitmix64 over (seed, stream)
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + stream + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+VectorEnv::VectorEnv(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts) {
+  MPIRL_CHECK(num_envs >= 1, "num_envs = {}", num_envs);
+  for (int e = 0; e < num_envs; ++e) envs_.push_back(make_env(id, mix_seed(seed, uint64_t(e)), opts));
+  final_obs_.assign(size_t(num_envs) * size_t(spec().obs_size()), 0.f);
+  ended_.assign(size_t(num_envs), 0);
+  ep_return_.assign(size_t(num_envs), 0.0);
+  ep_length_.assign(size_t(num_envs), 0);
+}
+
+void VectorEnv::reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
+  for (int e = 0; e < size(); ++e) {
+    envs_[size_t(e)]->reset(obs + e * obs_stride);
+    is_init[e * is_init_stride] = 1;
+    ep_return_[size_t(e)] = 0;
+    ep_length_[size_t(e)] = 0;
+  }
+}
+
+void VectorEnv::step(const int64_t* discrete, const float* box, const StepOutputs& out) {
+  const int64_t D = spec().obs_size(), A = spec().action_dim;
+  for (int e = 0; e < size(); ++e) {
+    Env& env = *envs_[size_t(e)];
+    Action a;
+    if (spec().discrete) {
+      a.index = discrete[e];
+      MPIRL_CHECK(a.index >= 0 && a.index < spec().num_actions, "action {} out of range for {}", a.index, spec().id);
+    } else {
+      a.values = box + e * A;
+    }
+    float* o = out.obs + e * out.obs_stride;
+    StepResult r = env.step(a, o);
+    bool finite = std::isfinite(r.reward);
+    for (int64_t i = 0; i < D && finite; ++i) finite = std::isfinite(o[i]);
+    if (!finite)
+      throw Error(fmt::format("env '{}' (env index {}) returned a non-finite {} at episode step {}", spec().id, e,
+                              std::isfinite(r.reward) ? "observation" : "reward", ep_length_[size_t(e)] + 1));
+    const int64_t s = e * out.scalar_stride;
+    out.reward[s] = r.reward;
+    out.terminated[s] = r.terminated;
+    out.truncated[s] = r.truncated;
+    ep_return_[size_t(e)] += r.reward;
+    ep_length_[size_t(e)] += 1;
+    bool done = r.terminated || r.truncated;
+    ended_[size_t(e)] = done;
+    if (done) {
+      std::copy(o, o + D, final_obs_.begin() + e * D);
+      finished_.push_back({float(ep_return_[size_t(e)]), ep_length_[size_t(e)]});
+      ep_return_[size_t(e)] = 0;
+      ep_length_[size_t(e)] = 0;
+      env.reset(o);
+    }
+    out.is_init[e * out.is_init_stride] = done;
+  }
+}
+
+std::vector<EpisodeStat> VectorEnv::take_finished() {
+  std::vector<EpisodeStat> out;
+  out.swap(finished_);
+  return out;
+}
+
+}  // namespace mpirl::envs

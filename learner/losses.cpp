@@ -1,0 +1,59 @@
+#include "learner/losses.h"
+
+namespace mpirl::learner {
+
+TrainBatch TrainBatch::slice_batch(int64_t begin, int64_t end) const {
+  auto s = [&](const torch::Tensor& t) { return t.slice(1, begin, end); };
+  return {s(obs), s(actions), s(rewards), s(terminated), s(truncated), s(behaviour_logp), s(trunc_value)};
+}
+
+Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
+                        const LossOptions& o) {
+  const int64_t T = b.rewards.size(0);
+  Targets t;
+  auto dist = out.dist.slice(0, 0, T);
+  t.logp = models::log_prob(spec, dist, b.actions);
+  t.log_rhos = t.logp.detach() - b.behaviour_logp;
+  auto values = out.value.detach();
+  auto next_values = torch::where(b.truncated > 0.5, b.trunc_value, values.slice(0, 1, T + 1));
+  auto discounts = o.gamma * (1.0 - b.terminated);
+  auto cont = (1.0 - b.terminated) * (1.0 - b.truncated);
+  t.vt = kernels::vtrace(t.log_rhos, discounts, cont, b.rewards, values.slice(0, 0, T), next_values, o.vtrace);
+  return t;
+}
+
+namespace {
+LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
+                 const LossOptions& o, const Targets& t, torch::Tensor policy_loss) {
+  const int64_t T = b.rewards.size(0);
+  LossTerms l;
+  l.policy = policy_loss;
+  l.value = 0.5 * (t.vt.vs - out.value.slice(0, 0, T)).pow(2).mean();
+  l.entropy = models::entropy(spec, out.dist.slice(0, 0, T)).mean();
+  l.total = l.policy + o.value_coef * l.value - o.entropy_coef * l.entropy;
+  l.mean_rho = t.log_rhos.exp().mean();
+  return l;
+}
+}  // namespace
+
+LossTerms impala_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
+                      const LossOptions& o) {
+  Targets t = compute_targets(spec, b, out, o);
+  auto l = finish(spec, b, out, o, t, -(t.logp * t.vt.pg_advantages).mean());
+  l.clip_fraction = torch::zeros({}, l.total.options());
+  return l;
+}
+
+LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
+                    const LossOptions& o) {
+  Targets t = compute_targets(spec, b, out, o);
+  auto ratio = torch::exp(t.logp - b.behaviour_logp);
+  auto adv = t.vt.advantages;
+  auto clipped = ratio.clamp(1.0 - o.appo_clip, 1.0 + o.appo_clip);
+  auto surrogate = torch::min(ratio * adv, clipped * adv);
+  auto l = finish(spec, b, out, o, t, -surrogate.mean());
+  l.clip_fraction = ((ratio - 1.0).abs() > o.appo_clip).to(ratio.scalar_type()).mean().detach();
+  return l;
+}
+
+}  // namespace mpirl::learner

@@ -1,0 +1,50 @@
+#pragma once
+// IMPALA (V-trace actor-critic) and async-PPO losses over a time-major batch.
+#include <torch/torch.h>
+
+#include "envs/env.h"
+#include "kernels/returns.h"
+#include "models/policy.h"
+
+namespace mpirl::learner {
+
+// One learner batch, time-major, on the learner's device.
+struct TrainBatch {
+  torch::Tensor obs;          // [T+1, B, obs...] float
+  torch::Tensor actions;      // [T, B] int64 or [T, B, A] float
+  torch::Tensor rewards;      // [T, B] float
+  torch::Tensor terminated;   // [T, B] float 0/1
+  torch::Tensor truncated;    // [T, B] float 0/1
+  torch::Tensor behaviour_logp;  // [T, B]
+  torch::Tensor trunc_value;  // [T, B]
+  TrainBatch slice_batch(int64_t begin, int64_t end) const;  // columns [begin, end)
+};
+
+struct LossOptions {
+  double gamma = 0.99, value_coef = 0.5, entropy_coef = 0.01, appo_clip = 0.2;
+  kernels::VTraceOptions vtrace;
+};
+
+struct LossTerms {
+  torch::Tensor total, policy, value, entropy;  // scalars (entropy: mean entropy, not its loss)
+  torch::Tensor clip_fraction;                  // APPO only: share of clipped ratios
+  torch::Tensor mean_rho;                       // mean exp(log rho)
+};
+
+// Value-head targets, advantages and log-rhos for the batch given the policy's outputs.
+struct Targets {
+  torch::Tensor logp, log_rhos;
+  kernels::VTraceReturns vt;
+};
+Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
+                        const LossOptions& o);
+
+// IMPALA: -logp * pg_adv + value_coef * 0.5 (vs - V)^2 - entropy_coef * H.
+LossTerms impala_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
+                      const LossOptions& o);
+// APPO: clipped surrogate min(r A, clip(r, 1-eps, 1+eps) A) with r = pi/mu and V-trace advantages A,
+// plus the same value and entropy terms.
+LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
+                    const LossOptions& o);
+
+}  // namespace mpirl::learner

@@ -1,0 +1,85 @@
+#include "models/policy.h"
+
+#include <cmath>
+
+namespace mpirl::models {
+
+PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
+    : spec_(spec), relu_(opts.activation == "relu") {
+  int64_t in = spec.obs_size();
+  for (size_t i = 0; i < opts.hidden.size(); ++i) {
+    torso_.push_back(register_module("torso" + std::to_string(i), torch::nn::Linear(in, opts.hidden[i])));
+    in = opts.hidden[i];
+  }
+  int64_t out = spec.discrete ? spec.num_actions : spec.action_dim;
+  pi_ = register_module("pi", torch::nn::Linear(in, out));
+  v_ = register_module("v", torch::nn::Linear(in, 1));
+  torch::NoGradGuard g;
+  // Near-uniform initial policy: small output weights (as in common PPO/IMPALA set-ups).
+  pi_->weight.mul_(0.01);
+  pi_->bias.zero_();
+  if (!spec.discrete) log_std_ = register_parameter("log_std", torch::full({out}, -0.5));
+}
+
+PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
+  torch::Tensor h = obs;
+  for (auto& l : torso_) h = relu_ ? torch::relu(l(h)) : torch::tanh(l(h));
+  torch::Tensor head = pi_(h);
+  if (!spec_.discrete) head = torch::cat({head, log_std_.expand_as(head)}, -1);
+  return {head, v_(h).squeeze(-1)};
+}
+
+torch::Tensor log_prob(const envs::EnvSpec& spec, const torch::Tensor& dist, const torch::Tensor& actions) {
+  if (spec.discrete)
+    return torch::log_softmax(dist, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1);
+  auto parts = dist.chunk(2, -1);
+  auto mean = parts[0], log_std = parts[1];
+  auto z = (actions - mean) * torch::exp(-log_std);
+  return (-0.5 * z * z - log_std - 0.5 * std::log(2 * M_PI)).sum(-1);
+}
+
+torch::Tensor entropy(const envs::EnvSpec& spec, const torch::Tensor& dist) {
+  if (spec.discrete) {
+    auto lp = torch::log_softmax(dist, -1);
+    return -(lp.exp() * lp).sum(-1);
+  }
+  auto log_std = dist.chunk(2, -1)[1];
+  return (log_std + 0.5 + 0.5 * std::log(2 * M_PI)).sum(-1);
+}
+
+torch::Tensor sample(const envs::EnvSpec& spec, const torch::Tensor& dist, at::Generator& gen) {
+  if (spec.discrete) {
+    // Gumbel-max: argmax(logits - log(-log U)).
+    auto u = torch::empty_like(dist).uniform_(1e-10, 1.0, gen);
+    return (dist - torch::log(-torch::log(u))).argmax(-1);
+  }
+  auto parts = dist.chunk(2, -1);
+  auto eps = torch::empty_like(parts[0]).normal_(0.0, 1.0, gen);
+  return parts[0] + torch::exp(parts[1]) * eps;
+}
+
+int64_t num_params(Policy& p) {
+  int64_t n = 0;
+  for (auto& t : p->parameters()) n += t.numel();
+  return n;
+}
+
+void write_flat(Policy& p, float* dst) {
+  torch::NoGradGuard g;
+  for (auto& t : p->parameters()) {
+    auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    std::memcpy(dst, c.data_ptr<float>(), size_t(c.numel()) * sizeof(float));
+    dst += c.numel();
+  }
+}
+
+void read_flat(Policy& p, const float* src) {
+  torch::NoGradGuard g;
+  for (auto& t : p->parameters()) {
+    auto view = torch::from_blob(const_cast<float*>(src), t.sizes(), torch::kFloat32);
+    t.copy_(view);
+    src += t.numel();
+  }
+}
+
+}  // namespace mpirl::models

@@ -1,0 +1,60 @@
+#pragma once
+// The run configuration: TOML with an embedded default, overridden by a file and `--set` pairs.
+// Every key that exists is in configs/default.toml; anything else is an error that names the key.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mpirl {
+
+struct Config {
+  struct Run {
+    std::string name, out_dir;
+    uint64_t seed = 1;
+    int64_t total_env_steps = 0;
+    double max_wall_seconds = 0, stop_mean_return = 0, log_interval_s = 2;
+  } run;
+  struct Roles {
+    int learners = 1;
+  } roles;
+  struct Env {
+    std::string id;
+    int num_envs = 1, obs_dim = 1, num_actions = 2, episode_length = 1;
+    double step_cost_us = 0;
+    std::string cost_mode;
+  } env;
+  struct Actor {
+    int rollout_len = 1, max_inflight = 2, threads = 1;
+  } actor;
+  struct Replay {
+    int capacity = 1;
+  } replay;
+  struct Learner {
+    std::string algo, device, optimizer;
+    int threads = 1, batch_size = 1, prefetch = 1, publish_interval = 1;
+    double lr = 0, adam_beta1 = 0, adam_beta2 = 0, rmsprop_alpha = 0, rmsprop_momentum = 0, eps = 0;
+    double max_grad_norm = 0, gamma = 0, rho_bar = 1, c_bar = 1, lambda = 1;
+    double value_coef = 0, entropy_coef = 0, appo_clip = 0;
+    int appo_epochs = 1, appo_minibatches = 1;
+  } learner;
+  struct Model {
+    std::vector<int64_t> hidden;
+    std::string activation;
+  } model;
+
+  // The resolved configuration as TOML (defaults + file + overrides); what rank 0 broadcasts and
+  // what is written to the run directory.
+  std::string resolved_toml;
+};
+
+// The default configuration text (configs/default.toml, embedded at build time).
+const std::string& default_config_toml();
+
+// Builds a Config from the defaults, an optional file ("" = none) and `key=value` overrides.
+// Throws ConfigError naming the file/key and what was expected.
+Config load_config(const std::string& file, const std::vector<std::string>& overrides);
+
+// Parses an already resolved TOML text (as broadcast by rank 0).
+Config parse_resolved_config(const std::string& toml_text);
+
+}  // namespace mpirl

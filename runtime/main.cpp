@@ -1,0 +1,43 @@
+// The mpirl command line: train, eval, envs.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "runtime/launch.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mpirl: actor-learner reinforcement learning over MPI.\n"
+               "  mpirun -n 4 mpirl train                     (default: CartPole-v1, IMPALA)\n"
+               "  mpirun -n 6 mpirl train --config FILE --set learner.algo=appo\n"
+               "  mpirl eval runs/NAME --episodes 20\n"};
+  app.set_version_flag("--version", std::string("mpirl ") + MPIRL_VERSION + " (LibTorch " + MPIRL_TORCH_VERSION + ")");
+  app.require_subcommand(1);
+
+  auto* train = app.add_subcommand("train", "train with one process per MPI rank (start with mpirun/srun)");
+  std::string config_file;
+  std::vector<std::string> overrides;
+  train->add_option("--config,-c", config_file, "TOML config (keys as in configs/default.toml)");
+  train->add_option("--set,-s", overrides, "override section.key=value (repeatable)")->take_all();
+
+  auto* eval = app.add_subcommand("eval", "play episodes with a run's saved policy (one process)");
+  std::string run_dir;
+  int episodes = 10;
+  bool greedy = false;
+  uint64_t seed = 12345;
+  eval->add_option("RUN_DIR", run_dir, "a run directory (runs/NAME)")->required();
+  eval->add_option("--episodes,-n", episodes, "episodes to play")->check(CLI::PositiveNumber);
+  eval->add_flag("--greedy", greedy, "take the most likely action instead of sampling");
+  eval->add_option("--seed", seed, "env seed");
+
+  auto* envs = app.add_subcommand("envs", "list the built-in environments and their specs");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (*train) return mpirl::train_main(&argc, &argv, config_file, overrides);
+  if (*eval) return mpirl::eval_main(run_dir, episodes, greedy, seed);
+  if (*envs) return mpirl::envs_main();
+  return 2;
+}

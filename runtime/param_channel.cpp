@@ -1,0 +1,69 @@
+#include "runtime/param_channel.h"
+
+#include <cstring>
+
+#include "runtime/error.h"
+#include "runtime/transport.h"
+#include "runtime/wire.h"
+
+namespace mpirl {
+
+ParamChannel::ParamChannel(MPI_Comm publish, int64_t num_params)
+    : comm_(publish), n_(num_params), buf_(kHeaderRegion + size_t(num_params) * sizeof(float)) {}
+
+ParamChannel::~ParamChannel() {
+  // A broadcast still posted here means the run is aborting; MPI_Abort cleans up.
+}
+
+bool ParamChannel::idle() {
+  if (req_ == MPI_REQUEST_NULL) return true;
+  int done = 0;
+  MPIRL_MPI(MPI_Test(&req_, &done, MPI_STATUS_IGNORE));
+  return done != 0;
+}
+
+void ParamChannel::start(bool stop, const float* params, int64_t version) {
+  wire::Envelope env;
+  env.kind = stop ? wire::Kind::Stop : wire::Kind::Params;
+  MPIRL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &env.sender));
+  env.seq = seq_++;
+  env.policy_version = version;
+  env.arrays = {{"params", wire::DType::F32, {n_}}};
+  wire::write_header(buf_.data(), kHeaderRegion, env);
+  if (!stop) std::memcpy(buf_.data() + kHeaderRegion, params, size_t(n_) * sizeof(float));
+  MPIRL_MPI(MPI_Ibcast(buf_.data(), int(buf_.size()), MPI_BYTE, 0, comm_, &req_));
+}
+
+void ParamChannel::publish(const float* params, int64_t version) {
+  MPIRL_CHECK(idle(), "publish while the previous broadcast is in flight");
+  start(false, params, version);
+}
+
+void ParamChannel::wait() { wait_request(req_); }
+
+void ParamChannel::publish_stop() {
+  wait_request(req_);
+  start(true, nullptr, -1);
+  wait_request(req_);
+}
+
+void ParamChannel::post() {
+  MPIRL_MPI(MPI_Ibcast(buf_.data(), int(buf_.size()), MPI_BYTE, 0, comm_, &req_));
+}
+
+ParamChannel::Got ParamChannel::poll(float* dst, int64_t* version) {
+  if (req_ == MPI_REQUEST_NULL) return Got::Nothing;
+  int done = 0;
+  MPIRL_MPI(MPI_Test(&req_, &done, MPI_STATUS_IGNORE));
+  if (!done) return Got::Nothing;
+  auto msg = wire::decode(buf_.data(), buf_.size(), -1, {wire::Kind::Params, wire::Kind::Stop});
+  if (msg.env.kind == wire::Kind::Stop) return Got::Stop;
+  if (msg.env.arrays.size() != 1 || msg.env.arrays[0].elements() != size_t(n_))
+    throw Error(fmt::format("parameter broadcast from rank {} carries a different parameter count", msg.env.sender));
+  std::memcpy(dst, msg.array<float>(0), size_t(n_) * sizeof(float));
+  *version = msg.env.policy_version;
+  post();
+  return Got::Params;
+}
+
+}  // namespace mpirl

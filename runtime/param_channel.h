@@ -1,0 +1,45 @@
+#pragma once
+// Parameter publishing from learner 0 to the actors with MPI_Ibcast on the `publish`
+// communicator (learner 0 is its root). Neither side blocks: the root starts a new broadcast only
+// when the previous one has completed (otherwise it skips that publish), and actors keep one
+// broadcast posted and test it between env steps. The run ends with a Stop broadcast, so every
+// posted broadcast is matched before MPI_Finalize.
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace mpirl {
+
+class ParamChannel {
+ public:
+  static constexpr size_t kHeaderRegion = 4096;
+  ParamChannel(MPI_Comm publish, int64_t num_params);
+  ~ParamChannel();
+  ParamChannel(const ParamChannel&) = delete;
+  ParamChannel& operator=(const ParamChannel&) = delete;
+
+  // Root side.
+  bool idle();  // the previous broadcast has completed
+  // Starts broadcasting `params` (num_params floats) as `version`; requires idle().
+  void publish(const float* params, int64_t version);
+  void wait();  // waits for the broadcast in flight
+  // Waits for the previous broadcast, then broadcasts Stop and waits for it.
+  void publish_stop();
+
+  // Actor side.
+  enum class Got { Nothing, Params, Stop };
+  void post();
+  // Tests the posted broadcast. On Params, copies them to dst and sets *version, then reposts.
+  Got poll(float* dst, int64_t* version);
+
+ private:
+  void start(bool stop, const float* params, int64_t version);
+  MPI_Comm comm_;
+  int64_t n_;
+  std::vector<char> buf_;
+  MPI_Request req_ = MPI_REQUEST_NULL;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace mpirl

@@ -1,0 +1,50 @@
+#include "runtime/roles.h"
+
+#include "runtime/error.h"
+
+namespace mpirl {
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::Learner: return "learner";
+    case Role::Replay: return "replay";
+    case Role::Actor: return "actor";
+  }
+  return "?";
+}
+
+Role Layout::role_of(int rank) const {
+  if (rank < learners) return Role::Learner;
+  if (rank == learners) return Role::Replay;
+  return Role::Actor;
+}
+
+Layout make_layout(const Config& cfg, int world_size) {
+  Layout l{world_size, cfg.roles.learners};
+  int need = cfg.roles.learners + 2;
+  if (world_size < need)
+    throw ConfigError(fmt::format(
+        "world size {} is too small: roles.learners = {} needs {} learner rank(s) + 1 replay rank + at least 1 "
+        "actor rank = {} ranks (start with `mpirun -n {} mpirl train ...`; an MPI program started without its "
+        "launcher runs as separate singletons of size 1)",
+        world_size, cfg.roles.learners, cfg.roles.learners, need, need));
+  return l;
+}
+
+Comms Comms::create(const Layout& layout) {
+  Comms c;
+  c.layout = layout;
+  MPIRL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &c.rank));
+  Role r = layout.role_of(c.rank);
+  MPIRL_MPI(MPI_Comm_split(MPI_COMM_WORLD, r == Role::Learner ? 0 : MPI_UNDEFINED, c.rank, &c.learners));
+  bool pub = (c.rank == 0) || r == Role::Actor;
+  MPIRL_MPI(MPI_Comm_split(MPI_COMM_WORLD, pub ? 0 : MPI_UNDEFINED, c.rank, &c.publish));
+  return c;
+}
+
+void Comms::free() {
+  if (learners != MPI_COMM_NULL) MPI_Comm_free(&learners);
+  if (publish != MPI_COMM_NULL) MPI_Comm_free(&publish);
+}
+
+}  // namespace mpirl

@@ -1,0 +1,41 @@
+#pragma once
+// Rank layout: ranks 0..L-1 are learners, rank L is the replay, ranks L+1.. are actors.
+#include <string>
+
+#include <mpi.h>
+
+#include "runtime/config.h"
+
+namespace mpirl {
+
+enum class Role { Learner, Replay, Actor };
+const char* role_name(Role r);
+
+// Message tags (one per direction and peer type, so MPI's per-pair ordering holds per stream).
+enum Tag : int { kTagRollout = 11, kTagActorCtl = 12, kTagLearnerReq = 13, kTagLearnerReply = 14 };
+
+struct Layout {
+  int world = 0, learners = 0;
+  int replay_rank() const { return learners; }
+  int first_actor() const { return learners + 1; }
+  int actors() const { return world - learners - 1; }
+  Role role_of(int rank) const;
+  int actor_index(int rank) const { return rank - first_actor(); }
+};
+
+// Throws ConfigError when the world is too small for the configured roles.
+Layout make_layout(const Config& cfg, int world_size);
+
+// Communicators every rank creates collectively at start-up.
+struct Comms {
+  MPI_Comm world = MPI_COMM_WORLD;
+  MPI_Comm learners = MPI_COMM_NULL;  // learners only (gradient all-reduce)
+  MPI_Comm publish = MPI_COMM_NULL;   // learner 0 (root, rank 0 in it) + actors: parameter broadcasts
+  int rank = 0;
+  Layout layout;
+  Role role() const { return layout.role_of(rank); }
+  static Comms create(const Layout& layout);
+  void free();
+};
+
+}  // namespace mpirl

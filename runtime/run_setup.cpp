@@ -1,0 +1,26 @@
+#include "runtime/run_setup.h"
+
+#include "envs/registry.h"
+
+namespace mpirl {
+
+envs::EnvOptions env_options(const Config& cfg) {
+  envs::EnvOptions o;
+  o.obs_dim = cfg.env.obs_dim;
+  o.num_actions = cfg.env.num_actions;
+  o.episode_length = cfg.env.episode_length;
+  o.step_cost_us = cfg.env.step_cost_us;
+  o.cost_sleep = cfg.env.cost_mode == "sleep";
+  return o;
+}
+
+models::ModelOptions model_options(const Config& cfg) {
+  models::ModelOptions o;
+  o.hidden = cfg.model.hidden;
+  o.activation = cfg.model.activation;
+  return o;
+}
+
+envs::EnvSpec env_spec(const Config& cfg) { return envs::make_env(cfg.env.id, 0, env_options(cfg))->spec(); }
+
+}  // namespace mpirl

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything mpirl needs on a fresh Debian 12 machine, idempotently: a second run only
+# checks and returns in seconds. Debian packages via apt, LibTorch via the pinned torch wheel.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  openmpi-bin libopenmpi-dev
+  libhdf5-dev hdf5-tools
+  libboost-serialization-dev
+  libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libgtest-dev libbenchmark-dev
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[setup] installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+have_torch=$($PY - <<PYEOF 2>/dev/null || true
+import torch
+v = torch.__version__.split('+')[0]
+cuda = (torch.version.cuda or '').split('.')[0]
+print('ok' if v == '$TORCH_VERSION' and cuda in ('', '$TORCH_CUDA_MAJOR') else 'bad ' + torch.__version__)
+PYEOF
+)
+if [ "$have_torch" != "ok" ]; then
+  echo "[setup] installing torch==$TORCH_VERSION (found: ${have_torch:-none})"
+  $PY -m pip install -q "torch==$TORCH_VERSION"
+fi
+for mod in numpy h5py matplotlib; do
+  $PY -c "import $mod" 2>/dev/null || { echo "[setup] installing $mod"; $PY -m pip install -q "$mod"; }
+done
+echo "[setup] ok: torch $($PY -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1), $(cmake --version | head -1)"
