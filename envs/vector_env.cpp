@@ -15,9 +15,21 @@ uint64_t mix_seed(uint64_t seed, uint64_t stream) {
   return z ^ (z >> 31);
 }
 
-VectorEnv::VectorEnv(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts) {
+namespace {
+std::vector<std::unique_ptr<Env>> build(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts) {
   MPIRL_CHECK(num_envs >= 1, "num_envs = {}", num_envs);
-  for (int e = 0; e < num_envs; ++e) envs_.push_back(make_env(id, mix_seed(seed, uint64_t(e)), opts));
+  std::vector<std::unique_ptr<Env>> envs;
+  for (int e = 0; e < num_envs; ++e) envs.push_back(make_env(id, mix_seed(seed, uint64_t(e)), opts));
+  return envs;
+}
+}  // namespace
+
+VectorEnv::VectorEnv(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts)
+    : VectorEnv(build(id, num_envs, seed, opts)) {}
+
+VectorEnv::VectorEnv(std::vector<std::unique_ptr<Env>> envs) : envs_(std::move(envs)) {
+  MPIRL_CHECK(!envs_.empty(), "a VectorEnv needs at least one env");
+  const int num_envs = size();
   final_obs_.assign(size_t(num_envs) * size_t(spec().obs_size()), 0.f);
   ended_.assign(size_t(num_envs), 0);
   ep_return_.assign(size_t(num_envs), 0.0);

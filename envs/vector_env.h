@@ -29,6 +29,8 @@ class VectorEnv {
  public:
   // Seeds env e with hash(seed, e): different seeds give different streams, equal seeds equal ones.
   VectorEnv(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts = {});
+  // Takes ownership of already built envs (all with the same spec).
+  explicit VectorEnv(std::vector<std::unique_ptr<Env>> envs);
   const EnvSpec& spec() const { return envs_[0]->spec(); }
   int size() const { return int(envs_.size()); }
 

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""MPI integration tests for mpirl: each case starts a real `mpirun ... mpirl train` and checks
+what it wrote (summary.json, metrics.jsonl, model.pt) or how it failed (exit code, message, time,
+no run directory). Run one case: mpi_test.py --mpirl build/mpirl CASE. The learning cases read
+MPIRL_SEED (default 1)."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def run(args, n, sets, timeout):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = [args.mpirun, "-n", str(n), "--oversubscribe", args.mpirl, "train",
+           "--set", f"run.out_dir={json.dumps(out_dir)}", "--set", "run.name=\"run\""]
+    for s in sets:
+        cmd += ["--set", s]
+    print("$", " ".join(cmd), flush=True)
+    t0 = time.time()
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    dt = time.time() - t0
+    sys.stdout.write(p.stdout[-4000:].replace("\r", "\n"))
+    sys.stdout.write(p.stderr[-4000:])
+    return p, dt, os.path.join(out_dir, "run")
+
+
+def check(cond, what):
+    if not cond:
+        raise SystemExit(f"FAILED: {what}")
+    print(f"ok: {what}")
+
+
+def summary(run_dir):
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        return json.load(f)
+
+
+def finished_run(p, run_dir, min_steps):
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    s = summary(run_dir)
+    check(s["env_steps"] >= min_steps, f"env_steps {s['env_steps']} >= {min_steps}")
+    check(s["learner_updates"] > 0, f"learner_updates {s['learner_updates']} > 0")
+    check(s["sps"] > 0 and s["wall_time_s"] > 0, "sps and wall time reported")
+    for f in ("config.toml", "metrics.jsonl", "model.pt"):
+        check(os.path.getsize(os.path.join(run_dir, f)) > 0, f"{f} written")
+    rows = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
+    check(len(rows) >= 1 and all("env_steps" in r and "sps" in r for r in rows), f"{len(rows)} metrics rows")
+    r = s["replay"]
+    check(r["inserted"] == r["sampled"] + r["fill"], f"replay counts add up: inserted {r['inserted']} = "
+          f"sampled {r['sampled']} + fill {r['fill']}")
+    check(r["env_steps"] == s["env_steps"], "summary env_steps = replay's inserted env steps")
+    return s
+
+
+def case_default_job(args):
+    p, dt, d = run(args, 4, ["run.total_env_steps=200000"], 240)
+    s = finished_run(p, d, 200000)
+    check(s["learners"] == 1 and s["actors"] == 2, "default layout: 1 learner, 1 replay, 2 actors")
+    e = subprocess.run([args.mpirl, "eval", d, "--episodes", "3"], capture_output=True, text=True, timeout=120)
+    print(e.stdout, e.stderr)
+    check(e.returncode == 0 and "mean return" in e.stdout, "mpirl eval plays the saved policy")
+
+
+def case_two_learners_identical(args):
+    p, dt, d = run(args, 5, ["roles.learners=2", "run.total_env_steps=300000"], 240)
+    s = finished_run(p, d, 300000)
+    check(s["learners"] == 2 and s["actors"] == 2, "2 learners + 1 replay + 2 actors")
+    check(s["learner_param_max_abs_diff"] == 0.0,
+          f"learners end with identical parameters (max abs diff {s['learner_param_max_abs_diff']})")
+
+
+def case_gaussian_appo(args):
+    p, dt, d = run(args, 4, ["env.id=\"Pendulum-v1\"", "learner.algo=appo", "run.total_env_steps=60000",
+                             "env.num_envs=8"], 240)
+    s = finished_run(p, d, 60000)
+    check(s["episodes"] > 0 and s["mean_length"] == 200, "Pendulum episodes are truncated at 200 steps")
+
+
+def case_rollout_many_envs(args):
+    # Synthetic env, 3 actors, a small queue so back-pressure engages, publish every 4 updates.
+    p, dt, d = run(args, 5, ["env.id=\"Synthetic\"", "env.num_envs=32", "actor.rollout_len=16",
+                             "replay.capacity=64", "learner.publish_interval=4", "run.total_env_steps=150000"], 240)
+    s = finished_run(p, d, 150000)
+    check(s["replay"]["capacity"] == 64 and s["replay_fill"] <= 64, "replay never exceeds its capacity")
+    check(s["policy_lag_max"] >= 1, "policy lag accounted")
+
+
+def bad(args, sets, key, n=4):
+    p, dt, d = run(args, n, sets, 60)
+    check(p.returncode == 2, f"exit code 2 (got {p.returncode})")
+    check(key in p.stderr, f"message names {key!r}: {p.stderr.strip()[:300]}")
+    check(p.stderr.count("config error") == 1, "one line, printed once (by rank 0)")
+    check(dt < 30, f"all ranks gone in {dt:.1f} s < 30 s")
+    check(not os.path.exists(d), "no run directory created")
+
+
+def case_bad_unknown_key(args):
+    bad(args, ["learner.lrr=0.1"], "learner.lrr")
+
+
+def case_bad_wrong_type(args):
+    bad(args, ["learner.batch_size=\"many\""], "learner.batch_size")
+
+
+def case_bad_out_of_range(args):
+    bad(args, ["learner.gamma=2.0"], "learner.gamma")
+
+
+def case_bad_world_size(args):
+    bad(args, ["roles.learners=2"], "world size 3", n=3)
+
+
+def case_bad_env_id(args):
+    bad(args, ["env.id=\"Atari\""], "env.id")
+
+
+def case_bad_run_dir_exists(args):
+    p, dt, d = run(args, 4, ["run.total_env_steps=20000"], 120)
+    check(p.returncode == 0, "first run ok")
+    before = summary(d)
+    out_dir = os.path.dirname(d)
+    cmd = [args.mpirun, "-n", "4", "--oversubscribe", args.mpirl, "train", "--set",
+           f"run.out_dir={json.dumps(out_dir)}", "--set", "run.name=\"run\""]
+    t0 = time.time()
+    q = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=60)
+    check(q.returncode == 2 and "already exists" in q.stderr, f"second run with the same name refused: {q.stderr.strip()}")
+    check(time.time() - t0 < 30, "refused within 30 s")
+    check(summary(d) == before, "nothing already written was lost")
+
+
+def learn(args, algo):
+    seed = int(os.environ.get("MPIRL_SEED", "1"))
+    p, dt, d = run(args, 4, [f"learner.algo={algo}", f"run.seed={seed}", "run.total_env_steps=30000000",
+                             "run.max_wall_seconds=540", "run.stop_mean_return=450", "run.log_interval_s=10"], 660)
+    s = finished_run(p, d, 1)
+    print(f"{algo} seed {seed}: mean return {s['final_mean_return']} over the last 100 episodes after "
+          f"{s['env_steps']} env steps in {s['wall_time_s']:.1f} s ({s['stop_reason']})")
+    check(s["final_mean_return"] is not None and s["final_mean_return"] >= 400,
+          f"CartPole-v1 mean return {s['final_mean_return']} >= 400")
+    check(s["wall_time_s"] <= 600, f"within 10 minutes ({s['wall_time_s']:.0f} s)")
+
+
+def case_learn_cartpole_impala(args):
+    learn(args, "impala")
+
+
+def case_learn_cartpole_appo(args):
+    learn(args, "appo")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpirl", required=True)
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--workdir", default="test-runs")
+    ap.add_argument("case")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    fn = globals().get("case_" + args.case)
+    if fn is None:
+        raise SystemExit(f"unknown case {args.case}")
+    fn(args)
+    print("PASSED", args.case)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/roles.h"
+
+using namespace mpirl;
+
+namespace {
+std::string config_error(const std::string& file, const std::vector<std::string>& sets) {
+  try {
+    load_config(file, sets);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+std::string write_tmp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+}  // namespace
+
+TEST(Config, DefaultsAndOverrides) {
+  auto c = load_config("", {"learner.lr=0.001", "env.id=Synthetic", "run.max_wall_seconds=5"});
+  EXPECT_EQ(c.env.id, "Synthetic");
+  EXPECT_DOUBLE_EQ(c.learner.lr, 0.001);
+  EXPECT_DOUBLE_EQ(c.run.max_wall_seconds, 5.0);
+  EXPECT_TRUE(std::isnan(c.run.stop_mean_return));
+  EXPECT_EQ(c.model.hidden, (std::vector<int64_t>{64, 64}));
+  // The resolved TOML parses back to the same values.
+  auto again = parse_resolved_config(c.resolved_toml);
+  EXPECT_EQ(again.env.id, "Synthetic");
+  EXPECT_DOUBLE_EQ(again.learner.lr, 0.001);
+  EXPECT_TRUE(std::isnan(again.run.stop_mean_return));
+}
+
+TEST(Config, FileIsMergedOverDefaults) {
+  auto f = write_tmp("ok.toml", "[learner]\nalgo = \"appo\"\n[model]\nhidden = [32]\n");
+  auto c = load_config(f, {"learner.batch_size=16"});
+  EXPECT_EQ(c.learner.algo, "appo");
+  EXPECT_EQ(c.model.hidden, (std::vector<int64_t>{32}));
+  EXPECT_EQ(c.learner.batch_size, 16);
+}
+
+TEST(Config, EveryErrorClassNamesTheKey) {
+  // unknown key (from a file and from --set), unknown section
+  auto f = write_tmp("bad.toml", "[learner]\nlrr = 0.1\n");
+  auto m = config_error(f, {});
+  EXPECT_NE(m.find("'learner.lrr'"), std::string::npos) << m;
+  EXPECT_NE(m.find(f), std::string::npos) << m;
+  EXPECT_NE(config_error("", {"learner.lrr=1"}).find("'learner.lrr'"), std::string::npos);
+  EXPECT_NE(config_error(write_tmp("sec.toml", "[nope]\na = 1\n"), {}).find("[nope]"), std::string::npos);
+  // wrong type
+  m = config_error("", {"learner.batch_size=\"big\""});
+  EXPECT_NE(m.find("'learner.batch_size'"), std::string::npos) << m;
+  EXPECT_NE(m.find("expected an integer"), std::string::npos) << m;
+  m = config_error("", {"learner.lr=fast"});
+  EXPECT_NE(m.find("'learner.lr'"), std::string::npos) << m;
+  EXPECT_NE(m.find("expected a number"), std::string::npos) << m;
+  // out of range
+  m = config_error("", {"learner.gamma=1.5"});
+  EXPECT_NE(m.find("'learner.gamma'"), std::string::npos) << m;
+  EXPECT_NE(m.find("[0, 1]"), std::string::npos) << m;
+  EXPECT_NE(config_error("", {"env.num_envs=0"}).find("'env.num_envs'"), std::string::npos);
+  // not one of the choices
+  m = config_error("", {"learner.algo=dqn"});
+  EXPECT_NE(m.find("'learner.algo'"), std::string::npos) << m;
+  EXPECT_NE(m.find("impala"), std::string::npos) << m;
+  // cross-field constraint
+  m = config_error("", {"learner.algo=appo", "learner.batch_size=30", "learner.appo_minibatches=4"});
+  EXPECT_NE(m.find("'learner.appo_minibatches'"), std::string::npos) << m;
+  EXPECT_NE(config_error("", {"replay.capacity=8"}).find("'learner.batch_size'"), std::string::npos);
+  // malformed --set, TOML syntax errors, missing file
+  EXPECT_NE(config_error("", {"learner.lr"}).find("section.key=value"), std::string::npos);
+  EXPECT_NE(config_error("", {"lr=1"}).find("section.key"), std::string::npos);
+  m = config_error(write_tmp("syntax.toml", "[learner\nlr = 1\n"), {});
+  EXPECT_NE(m.find("syntax.toml:1"), std::string::npos) << m;
+  m = config_error("/nonexistent/mpirl.toml", {});
+  EXPECT_NE(m.find("/nonexistent/mpirl.toml"), std::string::npos) << m;
+  // list of the wrong element type
+  EXPECT_NE(config_error("", {"model.hidden=[1.5]"}).find("'model.hidden'"), std::string::npos);
+}
+
+TEST(Config, WorldSizeTooSmallNamesTheRankCount) {
+  auto c = load_config("", {"roles.learners=2"});
+  try {
+    make_layout(c, 3);
+    FAIL();
+  } catch (const ConfigError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("world size 3"), std::string::npos) << m;
+    EXPECT_NE(m.find("4 ranks"), std::string::npos) << m;
+  }
+  auto l = make_layout(c, 6);
+  EXPECT_EQ(l.replay_rank(), 2);
+  EXPECT_EQ(l.actors(), 3);
+  EXPECT_EQ(l.role_of(0), Role::Learner);
+  EXPECT_EQ(l.role_of(2), Role::Replay);
+  EXPECT_EQ(l.role_of(5), Role::Actor);
+}

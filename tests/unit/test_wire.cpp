@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "envs/builtin.h"
+#include "runtime/rollout.h"
+#include "runtime/wire.h"
+
+using namespace mpirl;
+using namespace mpirl::wire;
+
+namespace {
+Envelope sample_env() {
+  Envelope e;
+  e.kind = Kind::SampleReply;
+  e.sender = 3;
+  e.seq = 42;
+  e.policy_version = 17;
+  e.arrays = {{"a", DType::F32, {2, 3}}, {"b", DType::U8, {5}}, {"c", DType::I64, {1}}};
+  e.meta = {{"env_steps", 1234.0}};
+  return e;
+}
+std::vector<char> sample_frame(const Envelope& e) {
+  std::vector<char> payload(payload_bytes(e.arrays), 0);
+  std::vector<size_t> off;
+  payload_bytes(e.arrays, &off);
+  float* a = reinterpret_cast<float*>(payload.data() + off[0]);
+  for (int i = 0; i < 6; ++i) a[i] = float(i) * 1.5f;
+  payload[off[1] + 4] = 9;
+  int64_t c = -77;
+  std::memcpy(payload.data() + off[2], &c, 8);
+  return build_frame(e, payload.data(), payload.size());
+}
+std::string error_of(const std::vector<char>& f, int source, std::vector<Kind> kinds = {}) {
+  try {
+    decode(f.data(), f.size(), source, kinds);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Wire, RoundTrip) {
+  auto e = sample_env();
+  auto f = sample_frame(e);
+  auto m = decode(f.data(), f.size(), 3, {Kind::SampleReply});
+  EXPECT_EQ(m.env.kind, Kind::SampleReply);
+  EXPECT_EQ(m.env.seq, 42u);
+  EXPECT_EQ(m.env.policy_version, 17);
+  EXPECT_EQ(m.env.get("env_steps"), 1234.0);
+  ASSERT_EQ(m.env.arrays.size(), 3u);
+  EXPECT_EQ(m.env.arrays[0].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(m.array<float>(0)[5], 7.5f);
+  EXPECT_EQ(m.array<uint8_t>(1)[4], 9);
+  EXPECT_EQ(m.array<int64_t>(2)[0], -77);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(m.array<int64_t>(2)) % 8, 0u);
+}
+
+TEST(Wire, CorruptOrMismatchedMessagesNameTheSender) {
+  auto e = sample_env();
+  auto f = sample_frame(e);
+  // Truncated payload: byte count does not match the declared shapes.
+  auto cut = f;
+  cut.resize(cut.size() - 3);
+  auto msg = error_of(cut, 3);
+  EXPECT_NE(msg.find("from rank 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("declares"), std::string::npos) << msg;
+  // Extra bytes.
+  auto longer = f;
+  longer.push_back(0);
+  EXPECT_NE(error_of(longer, 3).find("declares"), std::string::npos);
+  // Shorter than the header.
+  EXPECT_NE(error_of(std::vector<char>(5), 4).find("from rank 4"), std::string::npos);
+  // Garbage envelope.
+  auto garbage = f;
+  for (size_t i = 8; i < 40 && i < garbage.size(); ++i) garbage[i] = char(0xA5);
+  EXPECT_NE(error_of(garbage, 3).find("from rank 3"), std::string::npos);
+  // Wrong magic / schema version.
+  auto bad = sample_env();
+  bad.magic = 0xDEADBEEF;
+  EXPECT_NE(error_of(sample_frame(bad), 3).find("bad magic"), std::string::npos);
+  auto old = sample_env();
+  old.schema = kSchemaVersion + 1;
+  EXPECT_NE(error_of(sample_frame(old), 3).find("schema version"), std::string::npos);
+  // Unexpected kind, and a sender that lies about who it is.
+  EXPECT_NE(error_of(f, 3, {Kind::Rollout}).find("unexpected kind"), std::string::npos);
+  EXPECT_NE(error_of(f, 5).find("came from rank 5"), std::string::npos);
+}
+
+TEST(Wire, SequenceLayoutCheckAndCopy) {
+  envs::CartPole env(0);
+  SeqLayout layout(env.spec(), 4);
+  auto arrays = layout.arrays(3, true, 2);
+  std::vector<char> src(payload_bytes(arrays));
+  for (size_t i = 0; i < src.size(); ++i) src[i] = char(i * 7);
+  Envelope e;
+  e.kind = Kind::Rollout;
+  e.sender = 2;
+  e.arrays = arrays;
+  auto f = build_frame(e, src.data(), src.size());
+  auto m = decode(f.data(), f.size(), 2);
+  EXPECT_EQ(layout.check(m, 2), 3);
+  // Copy sequence 1 of 3 into slot 0 of a 1-sequence payload, and compare field by field.
+  std::vector<char> dst(payload_bytes(layout.arrays(1)));
+  layout.copy_sequence(src.data(), 3, 1, dst.data(), 1, 0);
+  for (size_t fi = 0; fi < layout.fields().size(); ++fi) {
+    size_t bytes = layout.fields()[fi].bytes;
+    EXPECT_EQ(0, std::memcmp(dst.data() + layout.field_offset(fi, 1), src.data() + layout.field_offset(fi, 3) + bytes, bytes))
+        << layout.fields()[fi].name;
+  }
+  // A rollout for another T is rejected with the sender named.
+  SeqLayout other(env.spec(), 5);
+  try {
+    other.check(m, 2);
+    FAIL();
+  } catch (const std::exception& ex) {
+    EXPECT_NE(std::string(ex.what()).find("rank 2"), std::string::npos);
+  }
+}
