@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds mpirl into build/ (Ninja, ccache, precompiled torch header).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CCACHE_BASEDIR="$root" CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+build="${MPIRL_BUILD_DIR:-$root/build}"
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$build" -j "${MPIRL_JOBS:-$(nproc)}"

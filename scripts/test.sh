@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: unit (gtest), MPI integration and bad-config tests, and the
+# CartPole learning tests (IMPALA and APPO). Extra arguments go to ctest (e.g. -L unit).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "$root/build"
+ctest --output-on-failure "$@"
