@@ -22,6 +22,18 @@
 namespace mpirl::learner {
 namespace {
 
+// A live bar only for a person at a terminal: Open MPI gives ranks a pty even when mpirun's own
+// output goes to a file, so also require a real TERM. MPIRL_STATUS=plain|live overrides.
+bool live_status() {
+  static const bool live = [] {
+    const char* force = std::getenv("MPIRL_STATUS");
+    if (force) return std::string(force) == "live";
+    const char* term = std::getenv("TERM");
+    return isatty(STDOUT_FILENO) && term && *term && std::string(term) != "dumb" && !std::getenv("CI");
+  }();
+  return live;
+}
+
 torch::Device pick_device(const Config& cfg, int rank) {
   bool cuda = torch::cuda::is_available();
   if (cfg.learner.device == "cuda" && !cuda)
@@ -291,7 +303,7 @@ class Learner {
         num("time_s"), env_steps(), num("sps"), num("learner_samples_per_s"), num("mean_return"),
         num("policy_lag_mean"), lag_max_, j.value("loss_policy", 0.0), j.value("loss_value", 0.0),
         j.value("entropy", 0.0), int64_t(num("replay_fill")), cfg_.replay.capacity);
-    if (isatty(STDOUT_FILENO) && !final) {
+    if (live_status() && !final) {
       fmt::print("\r{}\x1b[K", line);
     } else {
       fmt::print("{}\n", line);
