@@ -32,10 +32,13 @@ class Actor {
         venv_(cfg.env.id, cfg.env.num_envs,
               envs::mix_seed(cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))),
               env_options(cfg)),
-        spec_(venv_.spec()), layout_(spec_, T_), policy_(spec_, model_options(cfg)),
+        spec_(venv_.spec()), layout_(seq_layout(cfg, spec_)), policy_(spec_, model_options(cfg)),
         params_(comms.publish, models::num_params(policy_)),
         gen_(at::make_generator<at::CPUGeneratorImpl>(envs::mix_seed(cfg.run.seed, 77 + uint64_t(comms.rank)))) {
     policy_->eval();
+    MPIRL_CHECK(policy_->state_size() == layout_.state_size(), "core state size {} != layout's {}",
+                policy_->state_size(), layout_.state_size());
+    state_ = policy_->initial_state(E_);
     credits_ = cfg.actor.max_inflight;
     flat_.resize(size_t(models::num_params(policy_)));
     size_t payload = wire::payload_bytes(layout_.arrays(E_, true, E_ * T_));
@@ -136,12 +139,16 @@ class Actor {
     char* act = s.payload() + off_["action"];
     min_version_ = version_;
     auto opts = torch::TensorOptions().dtype(torch::kFloat32);
+    // The core state carried across rollouts; the learner starts sequence mode from this copy.
+    if (state_.defined()) std::memcpy(f32(s, "state0"), state_.contiguous().data_ptr<float>(), size_t(state_.numel()) * sizeof(float));
+    const uint8_t* init = u8(s, "is_init");
     for (int64_t t = 0; t < T_; ++t) {
       poll_params();
       if (stop_) return false;
       min_version_ = std::min(min_version_, version_);
       auto obs_t = torch::from_blob(obs + t * D, {E_, D}, {(T_ + 1) * D, 1}, opts);
-      auto out = policy_->forward(obs_t);
+      auto init_t = torch::from_blob(const_cast<uint8_t*>(init) + t, {E_}, {T_ + 1}, torch::kUInt8).to(torch::kFloat32);
+      auto out = policy_->step(obs_t, init_t, state_);
       auto a = models::sample(spec_, out.dist, gen_);
       torch::from_blob(logp + t, {E_}, {T_}, opts).copy_(models::log_prob(spec_, out.dist, a));
       torch::from_blob(dist + t * L, {E_, L}, {T_ * L, 1}, opts).copy_(out.dist);
@@ -172,7 +179,9 @@ class Actor {
         for (size_t k = 0; k < truncated_.size(); ++k)
           std::copy(venv_.final_obs(int(truncated_[k])), venv_.final_obs(int(truncated_[k])) + D,
                     last.data_ptr<float>() + int64_t(k) * D);
-        auto v = policy_->forward(last).value.contiguous();
+        torch::Tensor st;
+        if (state_.defined()) st = state_.index_select(0, torch::tensor(truncated_, torch::kInt64));
+        auto v = policy_->value_after(last, st).contiguous();
         for (size_t k = 0; k < truncated_.size(); ++k) tv[truncated_[k] * T_ + t] = v.data_ptr<float>()[k];
       }
     }
@@ -260,6 +269,7 @@ class Actor {
   ParamChannel params_;
   at::Generator gen_;
   std::vector<float> flat_;
+  torch::Tensor state_;  // [E, S] recurrent core state (undefined for feed-forward policies)
   std::vector<int64_t> truncated_;
   std::vector<Slot> slots_;
   std::map<std::string, size_t> off_;

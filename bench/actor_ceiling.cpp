@@ -37,11 +37,13 @@ int main(int argc, char** argv) {
   venv.reset(obs.data(), (T + 1) * D, init.data(), T + 1);
   auto f = torch::kFloat32;
   int64_t steps = 0;
+  auto state = policy->initial_state(E);
   double t0 = now_seconds();
   while (now_seconds() - t0 < seconds) {
     for (int64_t t = 0; t < T; ++t) {
       auto o = torch::from_blob(obs.data() + t * D, {E, D}, {(T + 1) * D, 1}, f);
-      auto out = policy->forward(o);
+      auto it = torch::from_blob(init.data() + t, {E}, {T + 1}, torch::kUInt8).to(f);
+      auto out = policy->step(o, it, state);
       auto a = models::sample(spec, out.dist, gen);
       torch::from_blob(logp.data() + t, {E}, {T}, f).copy_(models::log_prob(spec, out.dist, a));
       torch::from_blob(dist.data() + t * L, {E, L}, {T * L, 1}, f).copy_(out.dist);

@@ -23,7 +23,7 @@ struct Counters {
 class ReplayServer {
  public:
   ReplayServer(const Config& cfg, const Comms& comms)
-      : cfg_(cfg), comms_(comms), spec_(env_spec(cfg)), layout_(spec_, cfg.actor.rollout_len),
+      : cfg_(cfg), comms_(comms), spec_(env_spec(cfg)), layout_(seq_layout(cfg, spec_)),
         queue_(layout_, cfg.replay.capacity) {}
 
   void run() {

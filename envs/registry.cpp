@@ -5,17 +5,39 @@
 #include <map>
 
 #include "envs/builtin.h"
+#include "envs/popgym.h"
 #include "runtime/error.h"
 
 namespace mpirl::envs {
 namespace {
 using Factory = std::function<std::unique_ptr<Env>(uint64_t, const EnvOptions&)>;
+void add_popgym(std::map<std::string, Factory>& m) {
+  const char* level[] = {"Easy", "Medium", "Hard"};
+  const int rp_decks[] = {1, 2, 3}, rp_k[] = {4, 32, 64}, rf_decks[] = {1, 8, 16}, cr_decks[] = {1, 2, 4};
+  const int scp_len[] = {200, 400, 600};
+  const CountRecall::By cr_by[] = {CountRecall::By::Color, CountRecall::By::Suit, CountRecall::By::Rank};
+  for (int i = 0; i < 3; ++i) {
+    std::string rp = std::string("RepeatPrevious") + level[i], rf = std::string("RepeatFirst") + level[i];
+    std::string cr = std::string("CountRecall") + level[i], sc = std::string("StatelessCartPole") + level[i];
+    int d = rp_decks[i], k = rp_k[i], fd = rf_decks[i], cd = cr_decks[i], len = scp_len[i];
+    auto by = cr_by[i];
+    m[rp] = [d, k, rp](uint64_t s, const EnvOptions&) { return std::make_unique<RepeatPrevious>(s, d, k, rp.c_str()); };
+    m[rf] = [fd, rf](uint64_t s, const EnvOptions&) { return std::make_unique<RepeatFirst>(s, fd, rf.c_str()); };
+    m[cr] = [cd, by, cr](uint64_t s, const EnvOptions&) { return std::make_unique<CountRecall>(s, cd, by, cr.c_str()); };
+    m[sc] = [len, sc](uint64_t s, const EnvOptions&) { return std::make_unique<StatelessCartPole>(s, len, sc.c_str()); };
+  }
+}
+
 const std::map<std::string, Factory>& registry() {
-  static const std::map<std::string, Factory> r = {
-      {"CartPole-v1", [](uint64_t s, const EnvOptions&) { return std::make_unique<CartPole>(s); }},
-      {"Pendulum-v1", [](uint64_t s, const EnvOptions&) { return std::make_unique<Pendulum>(s); }},
-      {"Synthetic", [](uint64_t s, const EnvOptions& o) { return std::make_unique<Synthetic>(s, o); }},
-  };
+  static const std::map<std::string, Factory> r = [] {
+    std::map<std::string, Factory> m = {
+        {"CartPole-v1", [](uint64_t s, const EnvOptions&) { return std::make_unique<CartPole>(s); }},
+        {"Pendulum-v1", [](uint64_t s, const EnvOptions&) { return std::make_unique<Pendulum>(s); }},
+        {"Synthetic", [](uint64_t s, const EnvOptions& o) { return std::make_unique<Synthetic>(s, o); }},
+    };
+    add_popgym(m);
+    return m;
+  }();
   return r;
 }
 }  // namespace

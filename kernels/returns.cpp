@@ -1,44 +1,35 @@
 #include "kernels/returns.h"
 
+#include "kernels/scan.h"
 #include "runtime/error.h"
 
 namespace mpirl::kernels {
+namespace {
 
-torch::Tensor reverse_linear_recurrence(const torch::Tensor& a, const torch::Tensor& b) {
-  MPIRL_CHECK(a.sizes() == b.sizes() && a.dim() >= 1, "recurrence shapes differ");
-  const int64_t T = a.size(0);
-  auto h = torch::empty_like(b);
-  if (T == 0) return h;
-  if (a.device().is_cpu() && a.is_contiguous() && b.is_contiguous() && a.scalar_type() == b.scalar_type()) {
-    const int64_t n = a.numel() / T;
-    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "reverse_linear_recurrence", [&] {
-      const scalar_t* ap = a.data_ptr<scalar_t>();
-      const scalar_t* bp = b.data_ptr<scalar_t>();
-      scalar_t* hp = h.data_ptr<scalar_t>();
-      for (int64_t j = 0; j < n; ++j) hp[(T - 1) * n + j] = bp[(T - 1) * n + j];
-      for (int64_t t = T - 2; t >= 0; --t)
-        for (int64_t j = 0; j < n; ++j) hp[t * n + j] = ap[t * n + j] * hp[(t + 1) * n + j] + bp[t * n + j];
-    });
-    return h;
-  }
-  h[T - 1] = b[T - 1];
-  for (int64_t t = T - 2; t >= 0; --t) h[t] = a[t] * h[t + 1] + b[t];
-  return h;
+void check_same(const char* what, const torch::Tensor& ref, std::initializer_list<const torch::Tensor*> ts) {
+  MPIRL_CHECK(ref.dim() == 2, "{} expects [T, B] inputs, got [{}]", what, fmt::join(ref.sizes(), ","));
+  for (auto* t : ts)
+    MPIRL_CHECK(t->sizes() == ref.sizes(), "{} input shape [{}] != [{}]", what, fmt::join(t->sizes(), ","),
+                fmt::join(ref.sizes(), ","));
 }
+
+// err_t = b_t + a_t err_{t+1}, err_T = 0.
+torch::Tensor backward_recurrence(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& tail = {}) {
+  return linear_scan(a.contiguous(), b.contiguous(), tail, /*reverse=*/true);
+}
+
+}  // namespace
 
 VTraceReturns vtrace(const torch::Tensor& log_rhos, const torch::Tensor& discounts, const torch::Tensor& cont,
                      const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& next_values,
                      const VTraceOptions& o) {
   torch::NoGradGuard g;
-  MPIRL_CHECK(log_rhos.dim() == 2, "vtrace expects [T, B] inputs");
-  for (auto* t : {&discounts, &cont, &rewards, &values, &next_values})
-    MPIRL_CHECK(t->sizes() == log_rhos.sizes(), "vtrace input shape {} != {}", fmt::join(t->sizes(), ","),
-                fmt::join(log_rhos.sizes(), ","));
+  check_same("vtrace", log_rhos, {&discounts, &cont, &rewards, &values, &next_values});
   auto rhos = log_rhos.exp();
   auto clipped_rhos = rhos.clamp_max(o.rho_bar);
   auto cs = o.lambda * rhos.clamp_max(o.c_bar);
   auto deltas = clipped_rhos * (rewards + discounts * next_values - values);
-  auto err = reverse_linear_recurrence((discounts * cs * cont).contiguous(), deltas.contiguous());
+  auto err = backward_recurrence(discounts * cs * cont, deltas);
   VTraceReturns r;
   r.vs = values + err;
   const int64_t T = log_rhos.size(0);
@@ -46,6 +37,27 @@ VTraceReturns vtrace(const torch::Tensor& log_rhos, const torch::Tensor& discoun
   r.advantages = rewards + discounts * (next_values + cont * err_next) - values;
   r.pg_advantages = rhos.clamp_max(o.pg_rho_bar) * r.advantages;
   return r;
+}
+
+GaeReturns gae(const torch::Tensor& discounts, const torch::Tensor& cont, const torch::Tensor& rewards,
+               const torch::Tensor& values, const torch::Tensor& next_values, double lambda) {
+  torch::NoGradGuard g;
+  check_same("gae", rewards, {&discounts, &cont, &values, &next_values});
+  auto deltas = rewards + discounts * next_values - values;
+  GaeReturns r;
+  r.advantages = backward_recurrence(discounts * lambda * cont, deltas);
+  r.targets = r.advantages + values;
+  return r;
+}
+
+torch::Tensor discounted_returns(const torch::Tensor& discounts, const torch::Tensor& cont, const torch::Tensor& rewards,
+                                 const torch::Tensor& next_values) {
+  torch::NoGradGuard g;
+  check_same("discounted_returns", rewards, {&discounts, &cont, &next_values});
+  const int64_t T = rewards.size(0);
+  if (T == 0) return torch::empty_like(rewards);
+  auto b = rewards + discounts * (1 - cont) * next_values;
+  return backward_recurrence(discounts * cont, b, next_values[T - 1].contiguous());
 }
 
 }  // namespace mpirl::kernels

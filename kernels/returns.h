@@ -13,7 +13,8 @@
 //   cont_t       = 1 - (terminated_t | truncated_t)  (the next step belongs to another episode)
 //   next_value_t = V(x_{t+1}) if the episode goes on; the value of the last state if truncated
 //                  (bootstrap); anything if terminated (multiplied by 0).
-// The recurrence is the reverse linear scan h_t = a_t h_{t+1} + b_t with a_t = discount*c*cont.
+// The recurrence is the reverse linear scan h_t = a_t h_{t+1} + b_t with a_t = discount*c*cont
+// (kernels/scan.h), as are GAE and discounted returns below.
 #include <torch/torch.h>
 
 namespace mpirl::kernels {
@@ -32,7 +33,19 @@ VTraceReturns vtrace(const torch::Tensor& log_rhos, const torch::Tensor& discoun
                      const torch::Tensor& rewards, const torch::Tensor& values, const torch::Tensor& next_values,
                      const VTraceOptions& opts);
 
-// Reverse linear recurrence h_t = a_t * h_{t+1} + b_t over dim 0, h_T = 0. [T, ...] -> [T, ...].
-torch::Tensor reverse_linear_recurrence(const torch::Tensor& a, const torch::Tensor& b);
+// GAE (Schulman et al. 2016) with the same boundary conventions:
+//   delta_t = r_t + discount_t * next_value_t - value_t
+//   adv_t   = delta_t + discount_t * lambda * cont_t * adv_{t+1},  adv_T = 0
+// Returns {advantages, value targets = advantages + values}.
+struct GaeReturns {
+  torch::Tensor advantages, targets;
+};
+GaeReturns gae(const torch::Tensor& discounts, const torch::Tensor& cont, const torch::Tensor& rewards,
+               const torch::Tensor& values, const torch::Tensor& next_values, double lambda);
+
+// Discounted returns, bootstrapped where the sequence or a truncated episode is cut:
+//   R_t = r_t + discount_t * (cont_t ? R_{t+1} : next_value_t),  R_T = next_value_{T-1}
+torch::Tensor discounted_returns(const torch::Tensor& discounts, const torch::Tensor& cont, const torch::Tensor& rewards,
+                                 const torch::Tensor& next_values);
 
 }  // namespace mpirl::kernels

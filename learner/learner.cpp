@@ -61,10 +61,12 @@ class Learner {
  public:
   Learner(const Config& cfg, const Comms& comms, const std::string& run_dir)
       : cfg_(cfg), comms_(comms), run_dir_(run_dir), lead_(comms.rank == 0), device_(pick_device(cfg, comms.rank)),
-        spec_(env_spec(cfg)), layout_(spec_, cfg.actor.rollout_len), returns_(100), lengths_(100) {
+        spec_(env_spec(cfg)), layout_(seq_layout(cfg, spec_)), returns_(100), lengths_(100) {
     torch::manual_seed(cfg.run.seed);
     policy_ = models::Policy(spec_, model_options(cfg));
     n_params_ = models::num_params(policy_);
+    MPIRL_CHECK(policy_->state_size() == layout_.state_size(), "core state size {} != layout's {}",
+                policy_->state_size(), layout_.state_size());
     flat_.resize(size_t(n_params_));
     // All learners start from learner 0's parameters.
     models::write_flat(policy_, flat_.data());
@@ -187,6 +189,13 @@ class Learner {
     batch_.truncated = field("truncated", torch::kUInt8).to(f).contiguous();
     batch_.behaviour_logp = field("logp", f).contiguous();
     batch_.trunc_value = field("trunc_value", f).contiguous();
+    batch_.is_init = field("is_init", torch::kUInt8).to(f).contiguous();
+    if (layout_.state_size() > 0) {  // [B, S]: batch-major, no transpose
+      int i = layout_.index("state0");
+      batch_.state0 = torch::from_blob(const_cast<char*>(msg.payload) + msg.offsets[size_t(i)],
+                                       {B, layout_.state_size()}, f)
+                          .to(device_);
+    }
   }
 
   void step(const LossTerms& l) {
@@ -218,7 +227,7 @@ class Learner {
   void train_on_batch() {
     policy_->train();
     if (cfg_.learner.algo == "impala") {
-      auto out = policy_->forward(batch_.obs);
+      auto out = policy_->unroll(batch_.obs, batch_.is_init, batch_.state0);
       auto l = impala_loss(spec_, batch_, out, lo_);
       step(l);
       record(l);
@@ -228,7 +237,7 @@ class Learner {
     for (int ep = 0; ep < cfg_.learner.appo_epochs; ++ep) {
       for (int64_t s = 0; s < B; s += mb) {
         auto sub = batch_.slice_batch(s, s + mb);
-        auto out = policy_->forward(sub.obs);
+        auto out = policy_->unroll(sub.obs, sub.is_init, sub.state0);
         auto l = appo_loss(spec_, sub, out, lo_);
         step(l);
         record(l);

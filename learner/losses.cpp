@@ -4,7 +4,10 @@ namespace mpirl::learner {
 
 TrainBatch TrainBatch::slice_batch(int64_t begin, int64_t end) const {
   auto s = [&](const torch::Tensor& t) { return t.slice(1, begin, end); };
-  return {s(obs), s(actions), s(rewards), s(terminated), s(truncated), s(behaviour_logp), s(trunc_value)};
+  TrainBatch b{s(obs), s(actions), s(rewards), s(terminated), s(truncated), s(behaviour_logp), s(trunc_value), {}, {}};
+  if (is_init.defined()) b.is_init = s(is_init);
+  if (state0.defined()) b.state0 = state0.slice(0, begin, end);
+  return b;
 }
 
 Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,

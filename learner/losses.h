@@ -17,6 +17,8 @@ struct TrainBatch {
   torch::Tensor truncated;    // [T, B] float 0/1
   torch::Tensor behaviour_logp;  // [T, B]
   torch::Tensor trunc_value;  // [T, B]
+  torch::Tensor is_init;      // [T+1, B] float 0/1: the observation starts an episode (core reset)
+  torch::Tensor state0;       // [B, S] recurrent state before step 0 (undefined without a core)
   TrainBatch slice_batch(int64_t begin, int64_t end) const;  // columns [begin, end)
 };
 

@@ -11,6 +11,11 @@ PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
     torso_.push_back(register_module("torso" + std::to_string(i), torch::nn::Linear(in, opts.hidden[i])));
     in = opts.hidden[i];
   }
+  core_ = make_core(core_options(opts, in));
+  if (core_) {
+    register_module("core", core_);
+    in = core_->output_size();
+  }
   int64_t out = spec.discrete ? spec.num_actions : spec.action_dim;
   pi_ = register_module("pi", torch::nn::Linear(in, out));
   v_ = register_module("v", torch::nn::Linear(in, 1));
@@ -21,12 +26,56 @@ PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
   if (!spec.discrete) log_std_ = register_parameter("log_std", torch::full({out}, -0.5));
 }
 
-PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
+CoreOptions core_options(const ModelOptions& o, int64_t input) {
+  CoreOptions c;
+  c.kind = o.core;
+  c.input = input;
+  c.hidden = o.core_size;
+  c.state = o.core_state;
+  return c;
+}
+
+torch::Tensor PolicyImpl::torso(const torch::Tensor& obs) {
   torch::Tensor h = obs;
   for (auto& l : torso_) h = relu_ ? torch::relu(l(h)) : torch::tanh(l(h));
+  return h;
+}
+
+PolicyOutput PolicyImpl::heads(const torch::Tensor& h) {
   torch::Tensor head = pi_(h);
   if (!spec_.discrete) head = torch::cat({head, log_std_.expand_as(head)}, -1);
   return {head, v_(h).squeeze(-1)};
+}
+
+PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
+  TORCH_CHECK(!core_, "Policy::forward is for feed-forward policies; use step() or unroll() with a recurrent core");
+  return heads(torso(obs));
+}
+
+torch::Tensor PolicyImpl::initial_state(int64_t B) const {
+  return core_ ? core_->initial_state(B, torch::TensorOptions().device(pi_->weight.device())) : torch::Tensor();
+}
+
+PolicyOutput PolicyImpl::unroll(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0) {
+  auto h = torso(obs);
+  if (core_) h = core_->sequence(h, state0, is_init).first;
+  return heads(h);
+}
+
+PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state) {
+  auto h = torso(obs);
+  if (core_) {
+    auto [y, next] = core_->step(h, state, is_init);
+    h = y;
+    state = next;
+  }
+  return heads(h);
+}
+
+torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Tensor& state) {
+  auto h = torso(obs);
+  if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, obs.options())).first;
+  return v_(h).squeeze(-1);
 }
 
 torch::Tensor log_prob(const envs::EnvSpec& spec, const torch::Tensor& dist, const torch::Tensor& actions) {

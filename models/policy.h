@@ -1,17 +1,24 @@
 #pragma once
-// The actor-critic policy: an MLP torso with a distribution head (categorical logits, or a
-// diagonal Gaussian with a state-independent log-std) and a value head. Actors run it without
-// grad, learners over [T+1, B] batches. Parameters travel as one flat float32 buffer.
+// The actor-critic policy: an MLP torso, an optional recurrent core (models/core.h), a
+// distribution head (categorical logits, or a diagonal Gaussian with a state-independent log-std)
+// and a value head. Actors run it step by step without grad (carrying the core state), learners
+// over [T+1, B] batches in sequence mode. Parameters travel as one flat float32 buffer.
 #include <torch/torch.h>
 
 #include "envs/env.h"
+#include "models/core.h"
 
 namespace mpirl::models {
 
 struct ModelOptions {
   std::vector<int64_t> hidden{64, 64};
   std::string activation = "tanh";
+  std::string core = "none";  // none | gru | lstm | lru | ssm | mingru | ffm
+  int64_t core_size = 128;    // H
+  int64_t core_state = 64;    // N (lru/ssm), memory traces (ffm)
 };
+
+CoreOptions core_options(const ModelOptions& o, int64_t input);
 
 struct PolicyOutput {
   torch::Tensor dist;   // [..., L]: logits, or (mean, log_std)
@@ -21,13 +28,26 @@ struct PolicyOutput {
 class PolicyImpl : public torch::nn::Module {
  public:
   PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts);
-  PolicyOutput forward(const torch::Tensor& obs);  // obs [..., obs_size]
+  // Feed-forward policies only: obs [..., obs_size].
+  PolicyOutput forward(const torch::Tensor& obs);
+  // Sequence mode: obs [T, B, obs...], is_init [T, B], state0 [B, S] (ignored without a core).
+  PolicyOutput unroll(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0);
+  // Step mode: obs [B, obs...], is_init [B]; `state` [B, S] is advanced in place of the caller's.
+  PolicyOutput step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state);
+  // Value of obs [B, obs...] continuing from `state` without changing it (truncation bootstrap).
+  torch::Tensor value_after(const torch::Tensor& obs, const torch::Tensor& state);
+  bool recurrent() const { return core_ != nullptr; }
+  int64_t state_size() const { return core_ ? core_->state_size() : 0; }
+  torch::Tensor initial_state(int64_t B) const;
   const envs::EnvSpec& spec() const { return spec_; }
 
  private:
   envs::EnvSpec spec_;
   bool relu_;
+  torch::Tensor torso(const torch::Tensor& obs);
+  PolicyOutput heads(const torch::Tensor& h);
   std::vector<torch::nn::Linear> torso_;
+  std::shared_ptr<CoreImpl> core_;
   torch::nn::Linear pi_{nullptr}, v_{nullptr};
   torch::Tensor log_std_;
 };

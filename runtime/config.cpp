@@ -94,6 +94,10 @@ const Schema& schema() {
                                 for (auto& e : *n.as_array()) c.model.hidden.push_back(*e.value<int64_t>());
                               }};
     m["model.activation"] = string_field({"tanh", "relu"}, [](Config& c, std::string v) { c.model.activation = v; });
+    m["model.core"] = string_field({"none", "gru", "lstm", "lru", "ssm", "mingru", "ffm"},
+                                   [](Config& c, std::string v) { c.model.core = v; });
+    m["model.core_size"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.model.core_size = v; });
+    m["model.core_state"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.model.core_state = v; });
     return m;
   }();
   return s;

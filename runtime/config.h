@@ -39,7 +39,8 @@ struct Config {
   } learner;
   struct Model {
     std::vector<int64_t> hidden;
-    std::string activation;
+    std::string activation, core;
+    int64_t core_size = 128, core_state = 64;
   } model;
 
   // The resolved configuration as TOML (defaults + file + overrides); what rank 0 broadcasts and

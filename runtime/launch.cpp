@@ -124,8 +124,10 @@ int eval_main(const std::string& run_dir, int episodes, bool greedy, uint64_t se
     for (int ep = 0; ep < episodes; ++ep) {
       env->reset(obs.data());
       double ret = 0;
+      auto state = policy->initial_state(1);
+      auto no_reset = torch::zeros({1});
       for (;;) {
-        auto out = policy->forward(torch::from_blob(obs.data(), {1, spec.obs_size()}));
+        auto out = policy->step(torch::from_blob(obs.data(), {1, spec.obs_size()}), no_reset, state);
         torch::Tensor a;
         if (greedy) a = spec.discrete ? out.dist.argmax(-1) : out.dist.chunk(2, -1)[0];
         else a = models::sample(spec, out.dist, gen);

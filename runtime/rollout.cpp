@@ -9,7 +9,7 @@ namespace mpirl {
 
 using wire::DType;
 
-SeqLayout::SeqLayout(const envs::EnvSpec& spec, int64_t T) : T_(T) {
+SeqLayout::SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size) : T_(T), S_(state_size) {
   std::vector<int64_t> obs{T + 1};
   obs.insert(obs.end(), spec.obs_shape.begin(), spec.obs_shape.end());
   fields_ = {
@@ -26,6 +26,7 @@ SeqLayout::SeqLayout(const envs::EnvSpec& spec, int64_t T) : T_(T) {
       {"actor", DType::I32, {}},
       {"env_index", DType::I32, {}},
   };
+  if (S_ > 0) fields_.push_back({"state0", DType::F32, {S_}});
   for (auto& f : fields_) {
     size_t n = 1;
     for (auto d : f.shape) n *= size_t(d);

@@ -15,6 +15,7 @@
 //   version      int64   []             policy version that collected the sequence (oldest used)
 //   actor        int32   []             actor rank
 //   env_index    int32   []             env index within the actor
+//   state0       float32 [S]            recurrent core state before step 0 (only when S > 0)
 // Messages may append episode statistics: episode_return float32 [m], episode_length int32 [m].
 #include <cstdint>
 #include <vector>
@@ -33,8 +34,9 @@ struct SeqField {
 
 class SeqLayout {
  public:
-  SeqLayout(const envs::EnvSpec& spec, int64_t T);
+  SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size = 0);
   int64_t T() const { return T_; }
+  int64_t state_size() const { return S_; }
   const std::vector<SeqField>& fields() const { return fields_; }
   int index(const char* name) const;  // throws if unknown
   size_t bytes_per_sequence() const;
@@ -50,7 +52,7 @@ class SeqLayout {
   size_t field_offset(size_t f, int64_t n) const;
 
  private:
-  int64_t T_;
+  int64_t T_, S_;
   std::vector<SeqField> fields_;
 };
 

@@ -1,0 +1,39 @@
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/scan_cuda.h"
+#include "kernels/cuda/scan_kernel.cuh"
+
+namespace mpirl::kernels::cuda {
+namespace {
+
+template <bool kBackward>
+int launch(ScanDType dtype, const ScanKernelArgs& args, void* stream) {
+  if (args.T == 0 || args.N == 0) return 0;
+  dim3 block(kLanes, kWarps);
+  dim3 grid(unsigned((args.N + kLanes - 1) / kLanes));
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (dtype) {
+    case ScanDType::F32: scan_kernel<float, kBackward><<<grid, block, 0, s>>>(args); break;
+    case ScanDType::F64: scan_kernel<double, kBackward><<<grid, block, 0, s>>>(args); break;
+    case ScanDType::C64: scan_kernel<Cx<float>, kBackward><<<grid, block, 0, s>>>(args); break;
+    case ScanDType::C128: scan_kernel<Cx<double>, kBackward><<<grid, block, 0, s>>>(args); break;
+  }
+  return int(cudaGetLastError());
+}
+
+}  // namespace
+
+int scan_forward(const ScanForwardParams& p, void* stream) {
+  ScanKernelArgs k{p.T, p.N, p.reverse, p.a, p.b, p.h0, nullptr, p.h, nullptr};
+  return launch<false>(p.dtype, k, stream);
+}
+
+int scan_backward(const ScanBackwardParams& p, void* stream) {
+  // Runs against the forward direction.
+  ScanKernelArgs k{p.T, p.N, !p.reverse, p.a, p.grad_h, p.h0, p.h, p.grad_b, p.grad_a};
+  return launch<true>(p.dtype, k, stream);
+}
+
+const char* error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
+
+}  // namespace mpirl::kernels::cuda

@@ -1,0 +1,12 @@
+#pragma once
+// CUDA linear scan launchers (no torch, no CUDA headers here). `stream` is a cudaStream_t.
+// Return 0 on success, else a cudaError_t value; error_string() describes it.
+#include "kernels/scan_params.h"
+
+namespace mpirl::kernels::cuda {
+
+int scan_forward(const ScanForwardParams& p, void* stream);
+int scan_backward(const ScanBackwardParams& p, void* stream);
+const char* error_string(int code);
+
+}  // namespace mpirl::kernels::cuda

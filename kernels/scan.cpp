@@ -1,0 +1,140 @@
+#include "kernels/scan.h"
+
+#include "kernels/cpu/scan_cpu.h"
+#include "runtime/error.h"
+#ifdef MPIRL_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "kernels/cuda/scan_cuda.h"
+#endif
+
+namespace mpirl::kernels {
+namespace {
+
+ScanDType scan_dtype(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case torch::kFloat32: return ScanDType::F32;
+    case torch::kFloat64: return ScanDType::F64;
+    case torch::kComplexFloat: return ScanDType::C64;
+    case torch::kComplexDouble: return ScanDType::C128;
+    default:
+      throw Error(fmt::format("linear_scan: dtype {} is not supported (float32, float64, complex64, complex128)",
+                              c10::toString(t.scalar_type())));
+  }
+}
+
+void check_inputs(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& h0) {
+  MPIRL_CHECK(a.dim() >= 1, "linear_scan: inputs need a time dimension, got a scalar");
+  MPIRL_CHECK(a.sizes() == b.sizes(), "linear_scan: a [{}] and b [{}] differ in shape", fmt::join(a.sizes(), ","),
+              fmt::join(b.sizes(), ","));
+  MPIRL_CHECK(a.scalar_type() == b.scalar_type(), "linear_scan: a is {} but b is {}", c10::toString(a.scalar_type()),
+              c10::toString(b.scalar_type()));
+  MPIRL_CHECK(a.device() == b.device(), "linear_scan: a on {} but b on {}", a.device().str(), b.device().str());
+  if (h0.defined()) {
+    MPIRL_CHECK(h0.sizes() == a.sizes().slice(1), "linear_scan: h0 [{}] must be a's shape without time [{}]",
+                fmt::join(h0.sizes(), ","), fmt::join(a.sizes().slice(1), ","));
+    MPIRL_CHECK(h0.scalar_type() == a.scalar_type() && h0.device() == a.device(),
+                "linear_scan: h0 must match a's dtype and device");
+  }
+  scan_dtype(a);
+}
+
+#ifdef MPIRL_WITH_CUDA
+void cuda_check(int code, const char* what) {
+  MPIRL_CHECK(code == 0, "linear_scan: CUDA {} failed: {}", what, cuda::error_string(code));
+}
+#endif
+
+class LinearScanFn : public torch::autograd::Function<LinearScanFn> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b,
+                               const torch::Tensor& h0, bool reverse) {
+    auto h = linear_scan_forward(a, b, h0, reverse);
+    ctx->save_for_backward({a, h, h0});
+    ctx->saved_data["reverse"] = reverse;
+    return h;
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    auto saved = ctx->get_saved_variables();
+    auto g = linear_scan_backward(saved[0], saved[1], saved[2], grads[0], ctx->saved_data["reverse"].toBool());
+    return {g[0], g[1], g[2], torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor linear_scan_forward(const torch::Tensor& a_in, const torch::Tensor& b_in, const torch::Tensor& h0_in,
+                                  bool reverse) {
+  check_inputs(a_in, b_in, h0_in);
+  auto a = a_in.contiguous(), b = b_in.contiguous();
+  auto h0 = h0_in.defined() ? h0_in.contiguous() : h0_in;
+  auto h = torch::empty_like(a, torch::MemoryFormat::Contiguous);
+  ScanForwardParams p;
+  p.T = a.size(0);
+  p.N = p.T ? a.numel() / p.T : 0;
+  p.dtype = scan_dtype(a);
+  p.reverse = reverse;
+  p.a = a.data_ptr();
+  p.b = b.data_ptr();
+  p.h0 = h0.defined() ? h0.data_ptr() : nullptr;
+  p.h = h.data_ptr();
+  if (a.is_cuda()) {
+#ifdef MPIRL_WITH_CUDA
+    c10::cuda::CUDAGuard guard(a.device());
+    cuda_check(cuda::scan_forward(p, at::cuda::getCurrentCUDAStream().stream()), "forward scan");
+#else
+    throw Error("linear_scan: a CUDA tensor was given but mpirl was built without CUDA kernels");
+#endif
+  } else {
+    cpu::scan_forward(p);
+  }
+  return h;
+}
+
+std::vector<torch::Tensor> linear_scan_backward(const torch::Tensor& a_in, const torch::Tensor& h_in,
+                                                const torch::Tensor& h0_in, const torch::Tensor& gh_in, bool reverse) {
+  check_inputs(a_in, h_in, h0_in);
+  MPIRL_CHECK(gh_in.sizes() == a_in.sizes(), "linear_scan backward: gradient shape differs from the output's");
+  auto a = a_in.contiguous(), h = h_in.contiguous(), gh = gh_in.to(a.scalar_type()).contiguous();
+  auto h0 = h0_in.defined() ? h0_in.contiguous() : h0_in;
+  auto ga = torch::empty_like(a, torch::MemoryFormat::Contiguous);
+  auto gb = torch::empty_like(a, torch::MemoryFormat::Contiguous);
+  ScanBackwardParams p;
+  p.T = a.size(0);
+  p.N = p.T ? a.numel() / p.T : 0;
+  p.dtype = scan_dtype(a);
+  p.reverse = reverse;
+  p.a = a.data_ptr();
+  p.h = h.data_ptr();
+  p.h0 = h0.defined() ? h0.data_ptr() : nullptr;
+  p.grad_h = gh.data_ptr();
+  p.grad_a = ga.data_ptr();
+  p.grad_b = gb.data_ptr();
+  if (a.is_cuda()) {
+#ifdef MPIRL_WITH_CUDA
+    c10::cuda::CUDAGuard guard(a.device());
+    cuda_check(cuda::scan_backward(p, at::cuda::getCurrentCUDAStream().stream()), "backward scan");
+#else
+    throw Error("linear_scan: a CUDA tensor was given but mpirl was built without CUDA kernels");
+#endif
+  } else {
+    cpu::scan_backward(p);
+  }
+  torch::Tensor gh0;
+  if (h0.defined() && p.T > 0) {
+    const int64_t first = reverse ? p.T - 1 : 0;  // the step that consumed h0
+    gh0 = a[first].conj() * gb[first];
+  }
+  return {ga, gb, gh0};
+}
+
+torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& h0, bool reverse) {
+  // A defined h0 keeps the autograd signature fixed; zeros cost one [N] tensor.
+  auto h0z = h0.defined() ? h0 : torch::zeros(a.sizes().slice(1), a.options());
+  if (!a.requires_grad() && !b.requires_grad() && !h0z.requires_grad()) return linear_scan_forward(a, b, h0z, reverse);
+  return LinearScanFn::apply(a, b, h0z, reverse);
+}
+
+}  // namespace mpirl::kernels

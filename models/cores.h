@@ -1,0 +1,129 @@
+#pragma once
+// The concrete cores behind models/core.h (internal to models/).
+#include "models/core.h"
+
+namespace mpirl::models {
+
+class GruCore : public CoreImpl {
+ public:
+  explicit GruCore(const CoreOptions& o);
+  int64_t output_size() const override { return H_; }
+  int64_t state_size() const override { return H_; }
+  std::pair<torch::Tensor, torch::Tensor> step(const torch::Tensor& x, const torch::Tensor& state,
+                                               const torch::Tensor& is_init) override;
+  std::pair<torch::Tensor, torch::Tensor> sequence(const torch::Tensor& x, const torch::Tensor& state0,
+                                                   const torch::Tensor& is_init) override;
+
+ private:
+  int64_t H_;
+  torch::nn::GRUCell cell_{nullptr};
+};
+
+class LstmCore : public CoreImpl {
+ public:
+  explicit LstmCore(const CoreOptions& o);
+  int64_t output_size() const override { return H_; }
+  int64_t state_size() const override { return 2 * H_; }  // h ++ c
+  std::pair<torch::Tensor, torch::Tensor> step(const torch::Tensor& x, const torch::Tensor& state,
+                                               const torch::Tensor& is_init) override;
+  std::pair<torch::Tensor, torch::Tensor> sequence(const torch::Tensor& x, const torch::Tensor& state0,
+                                                   const torch::Tensor& is_init) override;
+
+ private:
+  int64_t H_;
+  torch::nn::LSTMCell cell_{nullptr};
+};
+
+// A core whose memory is a diagonal linear recurrence h_t = lambda_t * keep_t * h_{t-1} + u_t:
+// subclasses give lambda (per channel or per step), the input u and the readout; this class runs
+// step mode directly and sequence mode as one scan.
+class LinearRecurrentCore : public CoreImpl {
+ public:
+  std::pair<torch::Tensor, torch::Tensor> step(const torch::Tensor& x, const torch::Tensor& state,
+                                               const torch::Tensor& is_init) override;
+  std::pair<torch::Tensor, torch::Tensor> sequence(const torch::Tensor& x, const torch::Tensor& state0,
+                                                   const torch::Tensor& is_init) override;
+
+ protected:
+  struct Drive {
+    torch::Tensor lambda;  // broadcastable to u: [N] or [..., N]
+    torch::Tensor u;       // [..., N]
+  };
+  virtual Drive drive(const torch::Tensor& x) = 0;                              // x [..., D]
+  virtual torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& x) = 0;  // h [..., N]
+  virtual bool complex_state() const = 0;
+  torch::Tensor to_state(const torch::Tensor& h) const;                    // [B, N] -> [B, S]
+  torch::Tensor from_state(const torch::Tensor& s) const;                  // [B, S] -> [B, N]
+};
+
+// LRU: lambda = exp(-exp(nu) + i exp(theta)) with ring initialisation (|lambda| uniform in
+// [r_min, r_max], phase in [0, max_phase]); input normalised by gamma = sqrt(1 - |lambda|^2)
+// (learned in log space); y = GELU(Re(C h) + W x).
+class LruCore : public LinearRecurrentCore {
+ public:
+  explicit LruCore(const CoreOptions& o, double r_min = 0.4, double r_max = 0.99, double max_phase = M_PI);
+  int64_t output_size() const override { return H_; }
+  int64_t state_size() const override { return 2 * N_; }
+
+ protected:
+  Drive drive(const torch::Tensor& x) override;
+  torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& x) override;
+  bool complex_state() const override { return true; }
+  int64_t H_, N_;
+  torch::Tensor nu_log_, theta_log_, gamma_log_, b_re_, b_im_, c_re_, c_im_;
+  torch::nn::Linear skip_{nullptr};
+};
+
+// Diagonal complex SSM in the S5 style: continuous Lambda = -exp(a) + i w, learned step size
+// dt = exp(log_dt), zero-order-hold discretisation lambda = exp(Lambda dt),
+// u = ((lambda - 1) / Lambda) * B x; y = GELU(Re(C h) + W x).
+class SsmCore : public LinearRecurrentCore {
+ public:
+  explicit SsmCore(const CoreOptions& o);
+  int64_t output_size() const override { return H_; }
+  int64_t state_size() const override { return 2 * N_; }
+
+ protected:
+  Drive drive(const torch::Tensor& x) override;
+  torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& x) override;
+  bool complex_state() const override { return true; }
+  int64_t H_, N_;
+  torch::Tensor log_neg_re_, im_, log_dt_, b_re_, b_im_, c_re_, c_im_;
+  torch::nn::Linear skip_{nullptr};
+};
+
+// minGRU: z = sigmoid(W_z x), h~ = W_h x, h_t = (1 - z_t) h_{t-1} + z_t h~_t; y = h.
+class MinGruCore : public LinearRecurrentCore {
+ public:
+  explicit MinGruCore(const CoreOptions& o);
+  int64_t output_size() const override { return H_; }
+  int64_t state_size() const override { return H_; }
+
+ protected:
+  Drive drive(const torch::Tensor& x) override;
+  torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& x) override { return h; }
+  bool complex_state() const override { return false; }
+  int64_t H_;
+  torch::nn::Linear z_{nullptr}, h_{nullptr};
+};
+
+// FFM: m gated input traces, each aggregated at c frequencies, S_t = gamma * S_{t-1} + u_t with
+// gamma_jk = exp(-|alpha_j| + i omega_k); y = LN(W_mix [Re S, Im S]) * g + W_skip x * (1 - g),
+// g = sigmoid(W_out x).
+class FfmCore : public LinearRecurrentCore {
+ public:
+  explicit FfmCore(const CoreOptions& o);
+  int64_t output_size() const override { return H_; }
+  int64_t state_size() const override { return 2 * M_ * C_; }
+
+ protected:
+  Drive drive(const torch::Tensor& x) override;
+  torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& x) override;
+  bool complex_state() const override { return true; }
+  int64_t H_, M_, C_;
+  torch::Tensor alpha_, omega_;
+  torch::nn::Linear pre_{nullptr}, gate_in_{nullptr}, gate_out_{nullptr}, mix_{nullptr}, skip_{nullptr};
+  torch::nn::LayerNorm norm_{nullptr};
+};
+
+}  // namespace mpirl::models
