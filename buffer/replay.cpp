@@ -1,10 +1,16 @@
 #include "buffer/replay.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <deque>
+#include <fstream>
 
 #include <spdlog/spdlog.h>
 
-#include "buffer/sequence_queue.h"
+#include "buffer/hdf5_dump.h"
+#include "buffer/replay_buffer.h"
 #include "runtime/error.h"
 #include "runtime/rollout.h"
 #include "runtime/run_setup.h"
@@ -15,30 +21,63 @@ namespace mpirl::buffer {
 namespace {
 
 constexpr size_t kMaxPendingEpisodes = 100000;
+std::atomic<bool> g_dump_requested{false};
+extern "C" void on_sigusr1(int) { g_dump_requested = true; }
+
+ReplayOptions replay_options(const Config& cfg) {
+  ReplayOptions o;
+  o.capacity = cfg.replay.capacity;
+  o.selector = cfg.replay.selector;
+  o.max_times_sampled = cfg.replay.max_times_sampled;
+  o.min_size_to_sample = cfg.replay.min_size_to_sample > 0 ? cfg.replay.min_size_to_sample : cfg.learner.batch_size;
+  o.samples_per_insert = cfg.replay.samples_per_insert;
+  o.error_buffer = cfg.replay.error_buffer > 0
+                       ? cfg.replay.error_buffer
+                       : double(cfg.env.num_envs) * cfg.replay.samples_per_insert + double(cfg.learner.batch_size);
+  o.priority_exponent = cfg.replay.priority_exponent;
+  o.importance_exponent = cfg.replay.importance_exponent;
+  o.importance_anneal_items = cfg.replay.importance_anneal_items;
+  o.seed = cfg.run.seed * 7919 + 17;
+  return o;
+}
 
 struct Counters {
-  int64_t rollouts = 0, inserted = 0, env_steps = 0, batches = 0, sampled = 0, episodes = 0, discarded = 0;
+  int64_t rollouts = 0, env_steps = 0, episodes = 0, discarded = 0, restored = 0, dumps = 0;
 };
 
 class ReplayServer {
  public:
-  ReplayServer(const Config& cfg, const Comms& comms)
-      : cfg_(cfg), comms_(comms), spec_(env_spec(cfg)), layout_(seq_layout(cfg, spec_)),
-        queue_(layout_, cfg.replay.capacity) {}
+  ReplayServer(const Config& cfg, const Comms& comms, const std::string& run_dir)
+      : cfg_(cfg), comms_(comms), run_dir_(run_dir), spec_(env_spec(cfg)), layout_(seq_layout(cfg, spec_)),
+        rb_(layout_, replay_options(cfg)), sampled_by_(size_t(comms.layout.learners), 0),
+        last_dump_(now_seconds()) {
+    if (!cfg.replay.restore.empty()) {
+      auto h = restore_replay(rb_, cfg.replay.restore, cfg.env.id);
+      c_.restored = h.items;
+      spdlog::warn("replay: restored {} items from '{}'", h.items, cfg.replay.restore);
+    }
+    std::ofstream(run_dir_ + "/replay.pid") << ::getpid() << "\n";
+    struct sigaction sa {};
+    sa.sa_handler = on_sigusr1;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, nullptr);
+  }
 
   void run() {
     const int L = comms_.layout.learners, A = comms_.layout.actors();
     Backoff backoff;
-    while (!(stopping_ && actors_done_ == A && learners_bye_ == L)) {
+    while (!(actors_done_ == A && byes_.size() == size_t(L) && acked_)) {
       bool progress = false;
       progress |= handle_learners();
       progress |= handle_actors();
       progress |= serve();
+      progress |= maybe_dump();
+      if (!acked_ && byes_.size() == size_t(L)) finish_learners();
       sends_.progress();
       if (progress) backoff.reset(); else backoff.idle();
     }
     sends_.wait_all();
-    spdlog::debug("replay: done, {} sequences inserted, {} sampled", c_.inserted, c_.sampled);
+    spdlog::debug("replay: done, {} sequences inserted, {} sampled", rb_.counters().inserted, rb_.counters().sampled);
   }
 
  private:
@@ -54,11 +93,30 @@ class ReplayServer {
   }
 
   void fill_meta(wire::Envelope& env) const {
-    env.meta = {{"env_steps", double(c_.env_steps)},     {"inserted", double(c_.inserted)},
-                {"rollouts", double(c_.rollouts)},       {"batches", double(c_.batches)},
-                {"sampled", double(c_.sampled)},         {"episodes", double(c_.episodes)},
-                {"discarded_rollouts", double(c_.discarded)}, {"fill", double(queue_.size())},
-                {"capacity", double(queue_.capacity())}};
+    const auto& r = rb_.counters();
+    env.meta = {{"env_steps", double(c_.env_steps)},
+                {"rollouts", double(c_.rollouts)},
+                {"episodes", double(c_.episodes)},
+                {"discarded_rollouts", double(c_.discarded)},
+                {"inserted", double(r.inserted)},
+                {"restored", double(c_.restored)},
+                {"evicted", double(r.evicted)},
+                {"consumed", double(r.consumed)},
+                {"removed", double(r.removed())},
+                {"fill", double(rb_.size())},
+                {"capacity", double(rb_.capacity())},
+                {"sampled", double(r.sampled)},
+                {"batches", double(r.batches)},
+                {"priority_updates", double(r.priority_updates)},
+                {"stale_priority_updates", double(r.stale_priority_updates)},
+                {"max_priority", rb_.max_priority()},
+                {"dumps", double(c_.dumps)}};
+    for (size_t l = 0; l < sampled_by_.size(); ++l) env.meta[fmt::format("sampled_by_learner_{}", l)] = double(sampled_by_[l]);
+    if (last_dump_info_.items >= 0 && c_.dumps > 0) {
+      env.meta["dump_items"] = double(last_dump_info_.items);
+      env.meta["dump_checksum_crc32"] = double(last_dump_info_.checksum);
+      env.meta["dump_seconds"] = last_dump_info_.seconds;
+    }
   }
 
   bool handle_learners() {
@@ -67,19 +125,33 @@ class ReplayServer {
     int src;
     while ((src = try_recv(comms_.world, MPI_ANY_SOURCE, kTagLearnerReq, rbuf_, &n)) >= 0) {
       any = true;
-      auto msg = wire::decode(rbuf_.data(), n, src, {wire::Kind::SampleRequest, wire::Kind::LearnerBye});
+      auto msg = wire::decode(rbuf_.data(), n, src,
+                              {wire::Kind::SampleRequest, wire::Kind::LearnerBye, wire::Kind::PriorityUpdate});
       if (comms_.layout.role_of(src) != Role::Learner)
         throw Error(fmt::format("replay: {} from rank {}, which is not a learner", wire::kind_name(msg.env.kind), src));
-      if (msg.env.kind == wire::Kind::SampleRequest) {
-        if (!stopping_) pending_.push_back(src);
-      } else {
-        ++learners_bye_;
-        if (src == 0) stopping_ = true;
-        std::erase(pending_, src);
-        send_small(wire::Kind::LearnerByeAck, src, kTagLearnerReply, true);
+      switch (msg.env.kind) {
+        case wire::Kind::SampleRequest:
+          if (!stopping_) pending_.push_back(src);
+          break;
+        case wire::Kind::PriorityUpdate: apply_priorities(msg, src); break;
+        default:  // LearnerBye: acknowledged once every learner has left and the final dump is done
+          byes_.push_back(src);
+          stopping_ = true;
+          std::erase(pending_, src);
       }
     }
     return any;
+  }
+
+  void apply_priorities(const wire::Message& msg, int src) {
+    const auto& a = msg.env.arrays;
+    auto bad = [&](const std::string& what) {
+      throw Error(fmt::format("PriorityUpdate from rank {} is malformed: {}", src, what));
+    };
+    if (a.size() != 3 || a[0].name != "slot" || a[1].name != "generation" || a[2].name != "priority") bad("expected arrays slot, generation, priority");
+    if (a[0].dtype != wire::DType::I64 || a[1].dtype != wire::DType::I64 || a[2].dtype != wire::DType::F32) bad("expected i64, i64, f32");
+    if (a[0].shape.size() != 1 || a[1].shape != a[0].shape || a[2].shape != a[0].shape) bad("arrays differ in shape");
+    rb_.update_priorities(msg.array<int64_t>(0), msg.array<int64_t>(1), msg.array<float>(2), a[0].shape[0]);
   }
 
   bool handle_actors() {
@@ -87,7 +159,7 @@ class ReplayServer {
     size_t n = 0;
     int src;
     const int64_t E = cfg_.env.num_envs;
-    while ((stopping_ || queue_.free() >= E) &&
+    while ((stopping_ || rb_.can_insert(E)) &&
            (src = try_recv(comms_.world, MPI_ANY_SOURCE, kTagRollout, rbuf_, &n)) >= 0) {
       any = true;
       auto msg = wire::decode(rbuf_.data(), n, src, {wire::Kind::Rollout, wire::Kind::ActorDone});
@@ -106,9 +178,8 @@ class ReplayServer {
       if (stopping_) {
         ++c_.discarded;
       } else {
-        for (int64_t i = 0; i < rows; ++i) queue_.push(msg.payload, rows, i);
+        for (int64_t i = 0; i < rows; ++i) rb_.insert(msg.payload, rows, i);
         ++c_.rollouts;
-        c_.inserted += rows;
         c_.env_steps += rows * layout_.T();
         size_t m = msg.desc(size_t(ir)).elements();
         c_.episodes += int64_t(m);
@@ -131,7 +202,7 @@ class ReplayServer {
   bool serve() {
     bool any = false;
     const int64_t B = cfg_.learner.batch_size;
-    while (!stopping_ && !pending_.empty() && queue_.size() >= B) {
+    while (!stopping_ && !pending_.empty() && rb_.can_sample(B)) {
       any = true;
       int dest = pending_.front();
       pending_.pop_front();
@@ -142,23 +213,28 @@ class ReplayServer {
       env.sender = comms_.rank;
       env.seq = seq_++;
       env.arrays = layout_.arrays(B, true, m);
-      c_.batches += 1;
-      c_.sampled += B;
-      fill_meta(env);
-      env.meta["fill"] = double(queue_.size() - B);
+      env.arrays.push_back({"slot", wire::DType::I64, {B}});
+      env.arrays.push_back({"generation", wire::DType::I64, {B}});
+      env.arrays.push_back({"weight", wire::DType::F32, {B}});
+      fill_meta(env);  // sized now (same keys after sampling, so the envelope keeps its size)
       size_t off = wire::natural_payload_offset(env);
       std::vector<size_t> offsets;
       size_t total = off + wire::payload_bytes(env.arrays, &offsets);
       auto& buf = sends_.acquire();
       buf.resize(total);
-      wire::write_header(buf.data(), off, env);
       char* payload = buf.data() + off;
-      queue_.pop_into(payload, B);
+      auto s = rb_.sample(B, payload);
+      sampled_by_[size_t(dest)] += B;
+      fill_meta(env);
+      wire::write_header(buf.data(), off, env);
       const size_t nf = layout_.fields().size();
       for (int64_t k = 0; k < m; ++k) {
         reinterpret_cast<float*>(payload + offsets[nf])[k] = ep_returns_[size_t(k)];
         reinterpret_cast<int32_t*>(payload + offsets[nf + 1])[k] = ep_lengths_[size_t(k)];
       }
+      std::memcpy(payload + offsets[nf + 2], s.slots.data(), size_t(B) * 8);
+      std::memcpy(payload + offsets[nf + 3], s.generations.data(), size_t(B) * 8);
+      std::memcpy(payload + offsets[nf + 4], s.weights.data(), size_t(B) * 4);
       if (stats) {
         ep_returns_.clear();
         ep_lengths_.clear();
@@ -168,24 +244,93 @@ class ReplayServer {
     return any;
   }
 
+  void dump(const char* why) {
+    last_dump_info_ = dump_replay(rb_, dump_path(cfg_, run_dir_), cfg_.env.id, cfg_.resolved_toml);
+    ++c_.dumps;
+    last_dump_ = now_seconds();
+    spdlog::info("replay dump ({}): {} items, CRC-32 {:08x}, {:.2f} s -> {}", why, last_dump_info_.items,
+                 last_dump_info_.checksum, last_dump_info_.seconds, last_dump_info_.path);
+  }
+
+  bool maybe_dump() {
+    if (cfg_.replay.dump == "never") return false;
+    if (g_dump_requested.exchange(false)) {
+      dump("SIGUSR1");
+      return true;
+    }
+    if (cfg_.replay.dump_interval_s > 0 && !stopping_ && now_seconds() - last_dump_ >= cfg_.replay.dump_interval_s) {
+      dump("interval");
+      return true;
+    }
+    return false;
+  }
+
+  // Every learner has left: final dump, then the acks (with the counters and the dump's checksum).
+  void finish_learners() {
+    if (cfg_.replay.dump == "end") dump("end of run");
+    for (int l : byes_) send_small(wire::Kind::LearnerByeAck, l, kTagLearnerReply, true);
+    acked_ = true;
+  }
+
   const Config& cfg_;
   const Comms& comms_;
+  std::string run_dir_;
   envs::EnvSpec spec_;
   SeqLayout layout_;
-  SequenceQueue queue_;
+  ReplayBuffer rb_;
   SendPool sends_;
   std::vector<char> rbuf_;
   std::deque<int> pending_;
   std::deque<float> ep_returns_;
   std::deque<int32_t> ep_lengths_;
+  std::vector<int64_t> sampled_by_;
+  std::vector<int> byes_;
   Counters c_;
+  DumpInfo last_dump_info_{"", -1, 0, 0, 0};
+  double last_dump_;
   uint64_t seq_ = 0;
-  bool stopping_ = false;
-  int actors_done_ = 0, learners_bye_ = 0;
+  bool stopping_ = false, acked_ = false;
+  int actors_done_ = 0;
 };
 
 }  // namespace
 
-void run_replay(const Config& cfg, const Comms& comms) { ReplayServer(cfg, comms).run(); }
+std::string dump_path(const Config& cfg, const std::string& run_dir) {
+  return cfg.replay.dump_path.empty() ? run_dir + "/replay.h5" : cfg.replay.dump_path;
+}
+
+void validate_replay_config(const Config& cfg) {
+  auto o = replay_options(cfg);
+  const int64_t B = cfg.learner.batch_size, E = cfg.env.num_envs;
+  if (o.min_size_to_sample > o.capacity)
+    throw ConfigError(fmt::format("config key 'replay.min_size_to_sample' = {}: more than replay.capacity = {}",
+                                  o.min_size_to_sample, o.capacity));
+  if (o.queue() && (B > o.capacity || E > o.capacity))
+    throw ConfigError(fmt::format("config key 'replay.capacity' = {}: queue mode needs room for a batch "
+                                  "(learner.batch_size = {}) and a rollout (env.num_envs = {})",
+                                  o.capacity, B, E));
+  if (o.samples_per_insert > 0 && 2 * o.error_buffer < double(E) * o.samples_per_insert + double(B))
+    throw ConfigError(fmt::format("config key 'replay.error_buffer' = {}: with samples_per_insert = {} it must be at "
+                                  "least (env.num_envs * samples_per_insert + learner.batch_size) / 2 = {} or "
+                                  "inserts and samples can block each other forever",
+                                  o.error_buffer, o.samples_per_insert,
+                                  (double(E) * o.samples_per_insert + double(B)) / 2));
+  if (!cfg.replay.restore.empty()) {
+    try {
+      auto spec = env_spec(cfg);
+      auto layout = seq_layout(cfg, spec);
+      auto h = read_dump_header(cfg.replay.restore);
+      check_dump_compatible(h, cfg.replay.restore, layout, cfg.env.id, o.capacity);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const Error& e) {
+      throw ConfigError(fmt::format("config key 'replay.restore': {}", e.what()));
+    }
+  }
+}
+
+void run_replay(const Config& cfg, const Comms& comms, const std::string& run_dir) {
+  ReplayServer(cfg, comms, run_dir).run();
+}
 
 }  // namespace mpirl::buffer

@@ -1,17 +1,42 @@
 #pragma once
 // The replay role: one rank holding the single global buffer for all learners.
+#include <string>
+
 #include "runtime/config.h"
 #include "runtime/roles.h"
 
 namespace mpirl::buffer {
 
-// Serves actors' rollouts and learners' sample requests until learner 0 says the run is over,
-// every actor has sent ActorDone and every learner LearnerBye.
-//  - A rollout is received only while the queue has room for it (back-pressure): actors hold at
-//    most actor.max_inflight unacknowledged rollouts, so no rank's memory grows without bound.
-//  - Sample requests are served FIFO; each item is sampled exactly once (queue semantics).
-//  - Replies to learner 0 carry the episode returns/lengths seen since the last one, and the
-//    replay's counters (env steps, fill).
-void run_replay(const Config& cfg, const Comms& comms);
+// Serves actors' rollouts and learners' sample requests and priority updates until learner 0
+// says the run is over, every actor has sent ActorDone and every learner LearnerBye.
+//  - A rollout is received only while the rate limiter admits num_envs more items
+//    (back-pressure): actors hold at most actor.max_inflight unacknowledged rollouts, so no
+//    rank's memory grows without bound.
+//  - Each sample request gets an independent batch of learner.batch_size items, with their slots,
+//    generations and importance weights; priority updates from any learner apply to the items
+//    still there, stale ones are counted and dropped.
+//  - Replies to learner 0 carry the episode returns/lengths seen since the last one, and every
+//    reply carries the replay's counters.
+//  - HDF5 dumps (buffer/hdf5_dump.h): every replay.dump_interval_s, on SIGUSR1 and at the end.
+void run_replay(const Config& cfg, const Comms& comms, const std::string& run_dir);
+
+// Checks the replay settings and a replay.restore file against the run (rank 0, before anything
+// is created); throws ConfigError naming the key or file.
+void validate_replay_config(const Config& cfg);
+
+// The dump path of a run.
+std::string dump_path(const Config& cfg, const std::string& run_dir);
+
+}  // namespace mpirl::buffer
+
+namespace mpirl::buffer {
+
+// `mpirl replay inspect FILE`: checks a dump (format, completeness, checksum) and prints its
+// schema, items, episodes and returns, priorities. Returns the exit code (2 for a bad file).
+int replay_inspect_main(const std::string& path);
+
+// `mpirl replay roundtrip IN OUT`: restores IN into a fresh buffer of the same run settings and
+// dumps it to OUT with no new data (the two hold equal /items data). Returns the exit code.
+int replay_roundtrip_main(const std::string& in, const std::string& out);
 
 }  // namespace mpirl::buffer

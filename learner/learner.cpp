@@ -190,6 +190,13 @@ class Learner {
     batch_.behaviour_logp = field("logp", f).contiguous();
     batch_.trunc_value = field("trunc_value", f).contiguous();
     batch_.is_init = field("is_init", torch::kUInt8).to(f).contiguous();
+    // Replay bookkeeping: which items these are (for priority updates) and their importance weights.
+    int is = msg.find("slot"), ig = msg.find("generation"), iw = msg.find("weight");
+    MPIRL_CHECK(is >= 0 && ig >= 0 && iw >= 0, "SampleReply without slot/generation/weight arrays");
+    slots_.assign(msg.array<int64_t>(size_t(is)), msg.array<int64_t>(size_t(is)) + B);
+    gens_.assign(msg.array<int64_t>(size_t(ig)), msg.array<int64_t>(size_t(ig)) + B);
+    if (prioritized_)
+      batch_.weights = torch::from_blob(const_cast<float*>(msg.array<float>(size_t(iw))), {B}, f).to(device_);
     if (layout_.state_size() > 0) {  // [B, S]: batch-major, no transpose
       int i = layout_.index("state0");
       batch_.state0 = torch::from_blob(const_cast<char*>(msg.payload) + msg.offsets[size_t(i)],
@@ -231,8 +238,10 @@ class Learner {
       auto l = impala_loss(spec_, batch_, out, lo_);
       step(l);
       record(l);
+      send_priorities(l.priorities);
       return;
     }
+    std::vector<torch::Tensor> prios;
     const int64_t B = cfg_.learner.batch_size, mb = B / cfg_.learner.appo_minibatches;
     for (int ep = 0; ep < cfg_.learner.appo_epochs; ++ep) {
       for (int64_t s = 0; s < B; s += mb) {
@@ -241,8 +250,34 @@ class Learner {
         auto l = appo_loss(spec_, sub, out, lo_);
         step(l);
         record(l);
+        if (ep == 0) prios.push_back(l.priorities);
       }
     }
+    send_priorities(torch::cat(prios));
+  }
+
+  // New priorities (mean |vs - V| of each sequence) back to the replay, named by (slot, generation).
+  void send_priorities(const torch::Tensor& p) {
+    if (!prioritized_) return;
+    auto pc = p.to(torch::kCPU, torch::kFloat32).contiguous();
+    const int64_t B = pc.numel();
+    MPIRL_CHECK(B == int64_t(slots_.size()), "{} priorities for {} sampled items", B, slots_.size());
+    wire::Envelope env;
+    env.kind = wire::Kind::PriorityUpdate;
+    env.sender = comms_.rank;
+    env.seq = seq_++;
+    env.arrays = {{"slot", wire::DType::I64, {B}}, {"generation", wire::DType::I64, {B}}, {"priority", wire::DType::F32, {B}}};
+    size_t off = wire::natural_payload_offset(env);
+    std::vector<size_t> offsets;
+    size_t total = off + wire::payload_bytes(env.arrays, &offsets);
+    auto& buf = sends_.acquire();
+    buf.resize(total);
+    wire::write_header(buf.data(), off, env);
+    std::memcpy(buf.data() + off + offsets[0], slots_.data(), size_t(B) * 8);
+    std::memcpy(buf.data() + off + offsets[1], gens_.data(), size_t(B) * 8);
+    std::memcpy(buf.data() + off + offsets[2], pc.data_ptr<float>(), size_t(B) * 4);
+    sends_.send(buf, total, comms_.layout.replay_rank(), kTagLearnerReq, comms_.world);
+    ++priority_messages_;
   }
 
   void record(const LossTerms& l) {
@@ -371,6 +406,14 @@ class Learner {
     s["learner_param_max_abs_diff"] = max_diff;
     s["num_params"] = n_params_;
     s["replay"] = final_replay;
+    if (final_replay.count("dump_items")) {
+      std::string path = cfg_.replay.dump_path.empty() ? run_dir_ + "/replay.h5" : cfg_.replay.dump_path;
+      s["replay_dump"] = {{"path", path},
+                          {"items", int64_t(final_replay.at("dump_items"))},
+                          {"checksum_crc32", uint32_t(final_replay.at("dump_checksum_crc32"))}};
+      spdlog::info("replay dump: {} items, CRC-32 {:08x} -> {}", int64_t(final_replay.at("dump_items")),
+                   uint32_t(final_replay.at("dump_checksum_crc32")), path);
+    }
     auto cpu = models::Policy(spec_, model_options(cfg_));
     models::read_flat(cpu, flat_.data());
     torch::save(cpu, run_dir_ + "/model.pt");
@@ -398,6 +441,9 @@ class Learner {
   TrainBatch batch_;
   LossTerms last_loss_;
   std::map<std::string, double> replay_meta_;
+  const bool prioritized_ = cfg_.replay.selector == "prioritized";
+  std::vector<int64_t> slots_, gens_;
+  int64_t priority_messages_ = 0;
   Window returns_, lengths_;
   int64_t updates_ = 0, episodes_ = 0, lag_max_ = 0, lag_n_ = 0;
   double lag_sum_ = 0, start_ = 0, last_log_ = 0, wait_s_ = 0;

@@ -4,7 +4,8 @@ namespace mpirl::learner {
 
 TrainBatch TrainBatch::slice_batch(int64_t begin, int64_t end) const {
   auto s = [&](const torch::Tensor& t) { return t.slice(1, begin, end); };
-  TrainBatch b{s(obs), s(actions), s(rewards), s(terminated), s(truncated), s(behaviour_logp), s(trunc_value), {}, {}};
+  TrainBatch b{s(obs), s(actions), s(rewards), s(terminated), s(truncated), s(behaviour_logp), s(trunc_value), {}, {}, {}};
+  if (weights.defined()) b.weights = weights.slice(0, begin, end);
   if (is_init.defined()) b.is_init = s(is_init);
   if (state0.defined()) b.state0 = state0.slice(0, begin, end);
   return b;
@@ -26,13 +27,20 @@ Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const mo
 }
 
 namespace {
+// Mean over [T, B], each sequence weighted by its importance weight when there is one.
+torch::Tensor wmean(const torch::Tensor& x, const TrainBatch& b) {
+  return b.weights.defined() ? (x * b.weights.unsqueeze(0)).mean() : x.mean();
+}
+
 LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                  const LossOptions& o, const Targets& t, torch::Tensor policy_loss) {
   const int64_t T = b.rewards.size(0);
   LossTerms l;
   l.policy = policy_loss;
-  l.value = 0.5 * (t.vt.vs - out.value.slice(0, 0, T)).pow(2).mean();
-  l.entropy = models::entropy(spec, out.dist.slice(0, 0, T)).mean();
+  auto td = t.vt.vs - out.value.slice(0, 0, T);
+  l.value = 0.5 * wmean(td.pow(2), b);
+  l.entropy = wmean(models::entropy(spec, out.dist.slice(0, 0, T)), b);
+  l.priorities = td.detach().abs().mean(0);
   l.total = l.policy + o.value_coef * l.value - o.entropy_coef * l.entropy;
   l.mean_rho = t.log_rhos.exp().mean();
   return l;
@@ -42,7 +50,7 @@ LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::P
 LossTerms impala_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                       const LossOptions& o) {
   Targets t = compute_targets(spec, b, out, o);
-  auto l = finish(spec, b, out, o, t, -(t.logp * t.vt.pg_advantages).mean());
+  auto l = finish(spec, b, out, o, t, -wmean(t.logp * t.vt.pg_advantages, b));
   l.clip_fraction = torch::zeros({}, l.total.options());
   return l;
 }
@@ -54,7 +62,7 @@ LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models
   auto adv = t.vt.advantages;
   auto clipped = ratio.clamp(1.0 - o.appo_clip, 1.0 + o.appo_clip);
   auto surrogate = torch::min(ratio * adv, clipped * adv);
-  auto l = finish(spec, b, out, o, t, -surrogate.mean());
+  auto l = finish(spec, b, out, o, t, -wmean(surrogate, b));
   l.clip_fraction = ((ratio - 1.0).abs() > o.appo_clip).to(ratio.scalar_type()).mean().detach();
   return l;
 }

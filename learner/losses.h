@@ -19,6 +19,7 @@ struct TrainBatch {
   torch::Tensor trunc_value;  // [T, B]
   torch::Tensor is_init;      // [T+1, B] float 0/1: the observation starts an episode (core reset)
   torch::Tensor state0;       // [B, S] recurrent state before step 0 (undefined without a core)
+  torch::Tensor weights;      // [B] importance weights of a prioritized replay (undefined = 1)
   TrainBatch slice_batch(int64_t begin, int64_t end) const;  // columns [begin, end)
 };
 
@@ -31,6 +32,7 @@ struct LossTerms {
   torch::Tensor total, policy, value, entropy;  // scalars (entropy: mean entropy, not its loss)
   torch::Tensor clip_fraction;                  // APPO only: share of clipped ratios
   torch::Tensor mean_rho;                       // mean exp(log rho)
+  torch::Tensor priorities;                     // [B] new replay priorities: mean |vs - V| per sequence
 };
 
 // Value-head targets, advantages and log-rhos for the batch given the policy's outputs.

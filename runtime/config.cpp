@@ -66,6 +66,18 @@ const Schema& schema() {
     m["actor.max_inflight"] = int_field(1, 64, [](Config& c, int64_t v) { c.actor.max_inflight = int(v); });
     m["actor.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.actor.threads = int(v); });
     m["replay.capacity"] = int_field(1, 1 << 30, [](Config& c, int64_t v) { c.replay.capacity = int(v); });
+    m["replay.selector"] = string_field({"fifo", "uniform", "prioritized"}, [](Config& c, std::string v) { c.replay.selector = v; });
+    m["replay.max_times_sampled"] = int_field(0, 9.0e15, [](Config& c, int64_t v) { c.replay.max_times_sampled = v; });
+    m["replay.min_size_to_sample"] = int_field(0, 1 << 30, [](Config& c, int64_t v) { c.replay.min_size_to_sample = v; });
+    m["replay.samples_per_insert"] = float_field(0, 1e6, [](Config& c, double v) { c.replay.samples_per_insert = v; });
+    m["replay.error_buffer"] = float_field(0, 1e12, [](Config& c, double v) { c.replay.error_buffer = v; });
+    m["replay.priority_exponent"] = float_field(0, 10, [](Config& c, double v) { c.replay.priority_exponent = v; });
+    m["replay.importance_exponent"] = float_field(0, 1, [](Config& c, double v) { c.replay.importance_exponent = v; });
+    m["replay.importance_anneal_items"] = int_field(0, 9.0e15, [](Config& c, int64_t v) { c.replay.importance_anneal_items = v; });
+    m["replay.dump"] = string_field({"end", "never"}, [](Config& c, std::string v) { c.replay.dump = v; });
+    m["replay.dump_interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.replay.dump_interval_s = v; });
+    m["replay.dump_path"] = string_field({}, [](Config& c, std::string v) { c.replay.dump_path = v; });
+    m["replay.restore"] = string_field({}, [](Config& c, std::string v) { c.replay.restore = v; });
     m["learner.algo"] = string_field({"impala", "appo"}, [](Config& c, std::string v) { c.learner.algo = v; });
     m["learner.device"] = string_field({"auto", "cpu", "cuda"}, [](Config& c, std::string v) { c.learner.device = v; });
     m["learner.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.learner.threads = int(v); });

@@ -28,6 +28,10 @@ struct Config {
   } actor;
   struct Replay {
     int capacity = 1;
+    std::string selector, dump, dump_path, restore;
+    int64_t max_times_sampled = 1, min_size_to_sample = 0, importance_anneal_items = 0;
+    double samples_per_insert = 0, error_buffer = 0, priority_exponent = 0.6, importance_exponent = 0.4;
+    double dump_interval_s = 0;
   } replay;
   struct Learner {
     std::string algo, device, optimizer;

@@ -1,5 +1,6 @@
 #include "runtime/launch.h"
 
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +41,7 @@ Verdict validate_on_rank0(const std::string& file, const std::vector<std::string
     Config cfg = load_config(file, overrides);
     make_layout(cfg, world);
     env_spec(cfg);  // unknown env id
+    buffer::validate_replay_config(cfg);
     v.run_dir = run_dir_path(cfg);
     create_run_dir(v.run_dir, cfg);
     v.config_toml = cfg.resolved_toml;
@@ -75,6 +77,8 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
       return 2;
     }
     bcast_string(v.config_toml, 0);
+    bcast_string(v.run_dir, 0);
+    signal(SIGUSR1, SIG_IGN);  // the replay rank installs its dump handler; nobody else dies of it
     Config cfg = parse_resolved_config(v.config_toml);
     Layout layout = make_layout(cfg, world);
     Comms comms = Comms::create(layout);
@@ -84,7 +88,7 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
                    cfg.env.id, world, layout.learners, layout.actors(), cfg.env.num_envs, v.run_dir);
     switch (comms.role()) {
       case Role::Learner: learner::run_learner(cfg, comms, rank == 0 ? v.run_dir : ""); break;
-      case Role::Replay: buffer::run_replay(cfg, comms); break;
+      case Role::Replay: buffer::run_replay(cfg, comms, v.run_dir); break;
       case Role::Actor: actor::run_actor(cfg, comms); break;
     }
     comms.free();

@@ -2,13 +2,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "buffer/replay.h"
 #include "runtime/launch.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"mpirl: actor-learner reinforcement learning over MPI.\n"
                "  mpirun -n 4 mpirl train                     (default: CartPole-v1, IMPALA)\n"
                "  mpirun -n 6 mpirl train --config FILE --set learner.algo=appo\n"
-               "  mpirl eval runs/NAME --episodes 20\n"};
+               "  mpirl eval runs/NAME --episodes 20\n"
+               "  mpirl replay inspect runs/NAME/replay.h5\n"};
   app.set_version_flag("--version", std::string("mpirl ") + MPIRL_VERSION + " (LibTorch " + MPIRL_TORCH_VERSION + ")");
   app.require_subcommand(1);
 
@@ -30,6 +32,15 @@ int main(int argc, char** argv) {
 
   auto* envs = app.add_subcommand("envs", "list the built-in environments and their specs");
 
+  auto* replay = app.add_subcommand("replay", "replay dump tools (HDF5 files written by the replay rank)");
+  replay->require_subcommand(1);
+  std::string dump_in, dump_out;
+  auto* inspect = replay->add_subcommand("inspect", "check a dump and print its schema, episodes and priorities");
+  inspect->add_option("FILE", dump_in, "a replay dump (runs/NAME/replay.h5)")->required();
+  auto* roundtrip = replay->add_subcommand("roundtrip", "restore a dump into a fresh buffer and dump it again");
+  roundtrip->add_option("IN", dump_in, "a replay dump")->required();
+  roundtrip->add_option("OUT", dump_out, "where to write the new dump")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -39,5 +50,7 @@ int main(int argc, char** argv) {
   if (*train) return mpirl::train_main(&argc, &argv, config_file, overrides);
   if (*eval) return mpirl::eval_main(run_dir, episodes, greedy, seed);
   if (*envs) return mpirl::envs_main();
+  if (*inspect) return mpirl::buffer::replay_inspect_main(dump_in);
+  if (*roundtrip) return mpirl::buffer::replay_roundtrip_main(dump_in, dump_out);
   return 2;
 }

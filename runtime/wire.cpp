@@ -43,6 +43,7 @@ const char* kind_name(Kind k) {
     case Kind::LearnerByeAck: return "LearnerByeAck";
     case Kind::Params: return "Params";
     case Kind::Stop: return "Stop";
+    case Kind::PriorityUpdate: return "PriorityUpdate";
   }
   return "unknown";
 }

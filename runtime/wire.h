@@ -30,6 +30,7 @@ enum class Kind : uint16_t {
   LearnerByeAck,    // replay -> learner: last message to the learner, with the replay's counters
   Params,           // learner 0 -> actors (broadcast): flat parameters
   Stop,             // learner 0 -> actors (broadcast): leave the loop
+  PriorityUpdate,   // learner -> replay: new priorities for sampled items (slot, generation)
 };
 const char* kind_name(Kind k);
 

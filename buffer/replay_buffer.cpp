@@ -1,0 +1,143 @@
+#include "buffer/replay_buffer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "runtime/error.h"
+
+namespace mpirl::buffer {
+namespace {
+RateLimiterOptions limiter_options(const ReplayOptions& o) {
+  RateLimiterOptions r;
+  r.min_size_to_sample = o.min_size_to_sample;
+  r.samples_per_insert = o.samples_per_insert;
+  r.error_buffer = o.error_buffer;
+  r.queue = o.queue();
+  r.capacity = o.capacity;
+  return r;
+}
+}  // namespace
+
+ReplayBuffer::ReplayBuffer(const SeqLayout& layout, const ReplayOptions& o)
+    : layout_(layout), o_(o), selector_(make_selector(o.selector, o.capacity, o.priority_exponent)),
+      limiter_(limiter_options(o)), meta_(size_t(o.capacity)), rng_(o.seed) {
+  MPIRL_CHECK(o.capacity > 0, "replay capacity {}", o.capacity);
+  storage_.resize(layout_.field_offset(layout_.fields().size(), o.capacity));
+  free_.reserve(size_t(o.capacity));
+  for (int64_t s = o.capacity - 1; s >= 0; --s) free_.push_back(s);
+}
+
+int64_t ReplayBuffer::oldest() const { return order_.begin()->second; }
+
+int64_t ReplayBuffer::take_slot() {
+  if (free_.empty()) {
+    MPIRL_CHECK(!o_.queue(), "replay: insert into a full queue (the rate limiter should have waited)");
+    remove(oldest(), /*evicted=*/true);
+  }
+  int64_t s = free_.back();
+  free_.pop_back();
+  return s;
+}
+
+void ReplayBuffer::remove(int64_t slot, bool evicted) {
+  auto& m = meta_[size_t(slot)];
+  MPIRL_CHECK(m.used, "replay: removing empty slot {}", slot);
+  selector_->remove(slot);
+  order_.erase(m.insert_seq);
+  m.used = false;
+  free_.push_back(slot);
+  --size_;
+  if (evicted) ++c_.evicted;
+  else ++c_.consumed;
+}
+
+int64_t ReplayBuffer::insert(const char* payload, int64_t n, int64_t i, double priority) {
+  ItemMeta m;
+  m.priority = priority < 0 ? max_priority_ : priority;
+  m.insert_seq = next_seq_;
+  return insert_restored(payload, n, i, m);
+}
+
+int64_t ReplayBuffer::insert_restored(const char* payload, int64_t n, int64_t i, const ItemMeta& in) {
+  int64_t s = take_slot();
+  layout_.copy_sequence(payload, n, i, storage_.data(), o_.capacity, s);
+  auto& m = meta_[size_t(s)];
+  const int64_t gen = m.generation + 1;
+  m = in;
+  m.generation = gen;
+  m.used = true;
+  next_seq_ = std::max(next_seq_, m.insert_seq + 1);
+  max_priority_ = std::max(max_priority_, m.priority);
+  order_[m.insert_seq] = s;
+  selector_->insert(s, m.insert_seq, m.priority);
+  ++size_;
+  ++c_.inserted;
+  limiter_.inserted(1);
+  return s;
+}
+
+double ReplayBuffer::importance_exponent() const {
+  if (o_.importance_anneal_items <= 0) return o_.importance_exponent;
+  double f = std::min(1.0, double(c_.sampled) / double(o_.importance_anneal_items));
+  return o_.importance_exponent + (1.0 - o_.importance_exponent) * f;
+}
+
+ReplayBuffer::Sampled ReplayBuffer::sample(int64_t B, char* dst) {
+  MPIRL_CHECK(can_sample(B), "replay: sample of {} not allowed now (size {})", B, size_);
+  Sampled out;
+  out.slots.resize(size_t(B));
+  out.generations.resize(size_t(B));
+  out.weights.assign(size_t(B), 1.f);
+  std::vector<double> probs(static_cast<size_t>(B));
+  const double beta = importance_exponent();
+  const double n_items = double(size_);
+  for (int64_t k = 0; k < B; ++k) {
+    double p = 1;
+    int64_t s = selector_->sample(rng_, &p);
+    auto& m = meta_[size_t(s)];
+    layout_.copy_sequence(storage_.data(), o_.capacity, s, dst, B, k);
+    out.slots[size_t(k)] = s;
+    out.generations[size_t(k)] = m.generation;
+    probs[size_t(k)] = p;
+    ++m.times_sampled;
+    if (o_.max_times_sampled > 0 && m.times_sampled >= o_.max_times_sampled) remove(s, /*evicted=*/false);
+  }
+  if (o_.selector == "prioritized") {
+    double wmax = 0;
+    for (int64_t k = 0; k < B; ++k) wmax = std::max(wmax, std::pow(n_items * probs[size_t(k)], -beta));
+    for (int64_t k = 0; k < B; ++k)
+      out.weights[size_t(k)] = float(std::pow(n_items * probs[size_t(k)], -beta) / wmax);
+  }
+  c_.sampled += B;
+  ++c_.batches;
+  limiter_.sampled(B);
+  return out;
+}
+
+void ReplayBuffer::update_priorities(const int64_t* slots, const int64_t* gens, const float* prios, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t s = slots[k];
+    if (s < 0 || s >= o_.capacity) throw Error(fmt::format("priority update names slot {} of a {}-slot replay", s, o_.capacity));
+    if (!std::isfinite(prios[k]) || prios[k] < 0)
+      throw Error(fmt::format("priority update for slot {} is {} (must be finite and >= 0)", s, prios[k]));
+    auto& m = meta_[size_t(s)];
+    if (!m.used || m.generation != gens[k]) {
+      ++c_.stale_priority_updates;
+      continue;
+    }
+    m.priority = prios[k];
+    max_priority_ = std::max(max_priority_, m.priority);
+    selector_->update(s, m.priority);
+    ++c_.priority_updates;
+  }
+}
+
+std::vector<int64_t> ReplayBuffer::slots_in_order() const {
+  std::vector<int64_t> out;
+  out.reserve(size_t(size_));
+  for (auto& [seq, slot] : order_) out.push_back(slot);
+  return out;
+}
+
+}  // namespace mpirl::buffer

@@ -1,0 +1,104 @@
+#pragma once
+// The one global replay: T-step sequence items in preallocated storage (one payload laid out like
+// a message of `capacity` sequences, so items move with one memcpy per field), a selector, a rate
+// limiter and the bookkeeping every item carries (generation, insertion number, times sampled,
+// priority). Not thread-safe: the replay rank's single loop owns it.
+//
+// Removal: an item is removed after max_times_sampled samples (0 = never), and when an insert
+// finds the buffer full the oldest item is evicted (except in queue mode, where inserts wait).
+// A slot's generation grows every time the slot is reused, so a priority update names
+// (slot, generation) and is dropped, and counted, when the item it was computed for is gone.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "buffer/rate_limiter.h"
+#include "buffer/selectors.h"
+#include "runtime/rollout.h"
+
+namespace mpirl::buffer {
+
+struct ReplayOptions {
+  int64_t capacity = 256;
+  std::string selector = "fifo";
+  int64_t max_times_sampled = 1;
+  int64_t min_size_to_sample = 1;
+  double samples_per_insert = 0, error_buffer = 0;
+  double priority_exponent = 0.6;      // alpha
+  double importance_exponent = 0.4;    // beta at the start
+  int64_t importance_anneal_items = 0;  // beta reaches 1 after this many sampled items (0 = stays)
+  uint64_t seed = 1;
+  // Queue mode (IMPALA/APPO): fifo, each item sampled exactly once, inserts wait when full.
+  bool queue() const { return selector == "fifo" && max_times_sampled == 1; }
+};
+
+struct ReplayCounters {
+  int64_t inserted = 0, evicted = 0, consumed = 0, sampled = 0, batches = 0;
+  int64_t priority_updates = 0, stale_priority_updates = 0;
+  int64_t removed() const { return evicted + consumed; }
+};
+
+// Per-item bookkeeping, also what a dump stores.
+struct ItemMeta {
+  int64_t generation = 0, insert_seq = -1, times_sampled = 0;
+  double priority = 0;
+  bool used = false;
+};
+
+class ReplayBuffer {
+ public:
+  ReplayBuffer(const SeqLayout& layout, const ReplayOptions& o);
+  const SeqLayout& layout() const { return layout_; }
+  const ReplayOptions& options() const { return o_; }
+  int64_t size() const { return size_; }
+  int64_t capacity() const { return o_.capacity; }
+  const ReplayCounters& counters() const { return c_; }
+  const RateLimiter& limiter() const { return limiter_; }
+  double max_priority() const { return max_priority_; }
+
+  bool can_insert(int64_t n) const { return limiter_.can_insert(n, size_); }
+  bool can_sample(int64_t n) const { return limiter_.can_sample(n, size_); }
+  // Stores sequence i of a payload of n sequences; priority < 0 means the current max. Returns the slot.
+  int64_t insert(const char* payload, int64_t n, int64_t i, double priority = -1);
+  // Stores an item with given bookkeeping (restore); keeps insertion numbers.
+  int64_t insert_restored(const char* payload, int64_t n, int64_t i, const ItemMeta& meta);
+
+  struct Sampled {
+    std::vector<int64_t> slots, generations;
+    std::vector<float> weights;  // importance weights, max-normalised within the batch (1 if not prioritized)
+  };
+  // Draws B items (independently, with replacement except in queue mode) into dst, a payload for B sequences.
+  Sampled sample(int64_t B, char* dst);
+  // Applies priorities computed for (slot, generation); stale ones are dropped and counted.
+  void update_priorities(const int64_t* slots, const int64_t* gens, const float* prios, int64_t n);
+
+  // Items in insertion order, and direct access for dumps and tests.
+  std::vector<int64_t> slots_in_order() const;
+  const ItemMeta& meta(int64_t slot) const { return meta_[size_t(slot)]; }
+  const char* storage() const { return storage_.data(); }
+  double importance_exponent() const;
+  int64_t next_insert_seq() const { return next_seq_; }
+
+ private:
+  int64_t take_slot();
+  void remove(int64_t slot, bool evicted);
+  int64_t oldest() const;
+
+  const SeqLayout& layout_;
+  ReplayOptions o_;
+  std::unique_ptr<Selector> selector_;
+  RateLimiter limiter_;
+  std::vector<char> storage_;
+  std::vector<ItemMeta> meta_;
+  std::vector<int64_t> free_;
+  std::map<int64_t, int64_t> order_;  // insert_seq -> slot (oldest first)
+  int64_t size_ = 0, next_seq_ = 0;
+  double max_priority_ = 1.0;
+  std::mt19937_64 rng_;
+  ReplayCounters c_;
+};
+
+}  // namespace mpirl::buffer

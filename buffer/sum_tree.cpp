@@ -1,0 +1,39 @@
+#include "buffer/sum_tree.h"
+
+#include <cmath>
+
+#include "runtime/error.h"
+
+namespace mpirl::buffer {
+
+SumTree::SumTree(int64_t capacity) : capacity_(capacity), P_(1) {
+  MPIRL_CHECK(capacity > 0, "sum tree capacity {}", capacity);
+  while (P_ < capacity) P_ *= 2;
+  nodes_.assign(size_t(2 * P_), 0.0);
+}
+
+void SumTree::set(int64_t i, double w) {
+  MPIRL_CHECK(i >= 0 && i < capacity_ && w >= 0 && std::isfinite(w), "sum tree set({}, {})", i, w);
+  size_t k = size_t(P_ + i);
+  nodes_[k] = w;
+  // Recompute sums on the way up (adding d would accumulate rounding error over many updates).
+  for (k /= 2; k >= 1; k /= 2) nodes_[k] = nodes_[2 * k] + nodes_[2 * k + 1];
+}
+
+int64_t SumTree::find(double u) const {
+  size_t k = 1;
+  while (k < size_t(P_)) {
+    size_t l = 2 * k;
+    if (u < nodes_[l] || nodes_[l + 1] <= 0) {
+      k = l;
+    } else {
+      u -= nodes_[l];
+      k = l + 1;
+    }
+  }
+  // Rounding may land on a zero leaf at the right edge: step back to the last positive one.
+  while (nodes_[k] <= 0 && k > size_t(P_)) --k;
+  return int64_t(k) - P_;
+}
+
+}  // namespace mpirl::buffer
