@@ -159,8 +159,17 @@ class ReplayServer {
     size_t n = 0;
     int src;
     const int64_t E = cfg_.env.num_envs;
-    while ((stopping_ || rb_.can_insert(E)) &&
-           (src = try_recv(comms_.world, MPI_ANY_SOURCE, kTagRollout, rbuf_, &n)) >= 0) {
+    // Actors are polled in turn (not MPI_ANY_SOURCE): when the limiter admits one rollout at a
+    // time, any-source matching keeps serving the same actor and starves the others.
+    const int A = comms_.layout.actors();
+    for (int tried = 0; tried < A && (stopping_ || rb_.can_insert(E));) {
+      int candidate = comms_.layout.first_actor() + next_actor_;
+      next_actor_ = (next_actor_ + 1) % A;
+      if ((src = try_recv(comms_.world, candidate, kTagRollout, rbuf_, &n)) < 0) {
+        ++tried;
+        continue;
+      }
+      tried = 0;
       any = true;
       auto msg = wire::decode(rbuf_.data(), n, src, {wire::Kind::Rollout, wire::Kind::ActorDone});
       if (comms_.layout.role_of(src) != Role::Actor)
@@ -290,7 +299,7 @@ class ReplayServer {
   double last_dump_;
   uint64_t seq_ = 0;
   bool stopping_ = false, acked_ = false;
-  int actors_done_ = 0;
+  int actors_done_ = 0, next_actor_ = 0;
 };
 
 }  // namespace

@@ -54,8 +54,11 @@ def finished_run(p, run_dir, min_steps):
     rows = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
     check(len(rows) >= 1 and all("env_steps" in r and "sps" in r for r in rows), f"{len(rows)} metrics rows")
     r = s["replay"]
-    check(r["inserted"] == r["sampled"] + r["fill"], f"replay counts add up: inserted {r['inserted']} = "
-          f"sampled {r['sampled']} + fill {r['fill']}")
+    check(r["inserted"] == r["fill"] + r["removed"] and r["removed"] == r["evicted"] + r["consumed"],
+          f"replay counts add up: inserted {r['inserted']} = stored {r['fill']} + removed {r['removed']} "
+          f"(evicted {r['evicted']} + consumed {r['consumed']})")
+    check(r["sampled"] == sum(v for k, v in r.items() if k.startswith("sampled_by_learner_")),
+          "samples add up over learners")
     check(r["env_steps"] == s["env_steps"], "summary env_steps = replay's inserted env steps")
     return s
 
@@ -91,6 +94,28 @@ def case_rollout_many_envs(args):
     s = finished_run(p, d, 150000)
     check(s["replay"]["capacity"] == 64 and s["replay_fill"] <= 64, "replay never exceeds its capacity")
     check(s["policy_lag_max"] >= 1, "policy lag accounted")
+
+
+def case_prioritized_two_learners(args):
+    # One prioritized replay for 2 learners: both sample, priorities from both apply, stale
+    # updates (items evicted since they were sampled) are dropped and counted, the ratio limiter
+    # holds, and counters add up.
+    p, dt, d = run(args, 5, ["roles.learners=2", "replay.selector=\"prioritized\"", "replay.max_times_sampled=0",
+                             "replay.capacity=2048", "replay.samples_per_insert=2.0", "run.total_env_steps=300000"], 240)
+    s = finished_run(p, d, 300000)
+    r = s["replay"]
+    check(r["sampled_by_learner_0"] > 0 and r["sampled_by_learner_1"] > 0,
+          f"both learners sampled ({r['sampled_by_learner_0']}, {r['sampled_by_learner_1']})")
+    applied, stale = r["priority_updates"], r["stale_priority_updates"]
+    check(applied > 0 and stale > 0, f"priority updates applied {applied}, stale dropped {stale}")
+    check(applied + stale <= r["sampled"], "no more updates than sampled items")
+    check(r["sampled"] - (applied + stale) <= 2 * 2 * 32 * 2,
+          f"every batch's update arrived except those in flight at the stop ({r['sampled'] - applied - stale})")
+    check(r["evicted"] > 0 and r["consumed"] == 0, "a full buffer evicts its oldest items (none consumed)")
+    ratio = r["sampled"] / r["inserted"]
+    check(1.5 <= ratio <= 2.5, f"samples per insert {ratio:.2f} held near 2")
+    check(r["max_priority"] > 1.0, f"priorities moved (max {r['max_priority']:.3f})")
+    check(s["learner_param_max_abs_diff"] == 0.0, "learners stay identical")
 
 
 def case_recurrent_appo(args):

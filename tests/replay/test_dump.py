@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Replay dump tests with real runs: the HDF5 schema read back with h5py and h5dump, the checksum
+the run printed, restore round trips, bad restore files, and a replay rank killed mid-dump.
+Run one case: test_dump.py --mpirl build/mpirl CASE."""
+import argparse
+import glob
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zlib
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mpi"))
+import mpi_test  # noqa: E402
+from mpi_test import check, finished_run, run, summary  # noqa: E402
+
+T = 16
+RUN = ["env.id=\"RepeatPreviousEasy\"", "model.core=\"lru\"", "model.core_state=8", f"actor.rollout_len={T}",
+       "replay.selector=\"prioritized\"", "replay.max_times_sampled=0", "replay.capacity=1000",
+       "replay.samples_per_insert=2.0"]
+FIELDS = ["obs", "is_init", "action", "reward", "terminated", "truncated", "logp", "dist", "trunc_value", "version",
+          "actor", "env_index", "state0", "priority", "times_sampled", "insert_seq"]
+
+
+def expected_schema(n):
+    return {"obs": ((n, T + 1, 4), np.float32), "is_init": ((n, T + 1), np.uint8), "action": ((n, T), np.int64),
+            "reward": ((n, T), np.float32), "terminated": ((n, T), np.uint8), "truncated": ((n, T), np.uint8),
+            "logp": ((n, T), np.float32), "dist": ((n, T, 4), np.float32), "trunc_value": ((n, T), np.float32),
+            "version": ((n,), np.int64), "actor": ((n,), np.int32), "env_index": ((n,), np.int32),
+            "state0": ((n, 16), np.float32), "priority": ((n,), np.float64), "times_sampled": ((n,), np.int64),
+            "insert_seq": ((n,), np.int64)}
+
+
+def crc_of(path):
+    crc = 0
+    with h5py.File(path, "r") as f:
+        for name in FIELDS:
+            crc = zlib.crc32(np.ascontiguousarray(f["items"][name][...]).tobytes(), crc)
+    return crc
+
+
+def sha(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def make_dump(args, extra=()):
+    p, dt, d = run(args, 4, RUN + ["run.total_env_steps=60000"] + list(extra), 240)
+    s = finished_run(p, d, 60000)
+    return s, d
+
+
+def case_schema(args):
+    s, d = make_dump(args)
+    info = s["replay_dump"]
+    path = info["path"]
+    check(os.path.exists(path) and os.path.exists(path + ".complete"), f"dump and completion marker at {path}")
+    with h5py.File(path, "r") as f:
+        n = int(f.attrs["items"])
+        check(n == info["items"] == s["replay"]["fill"], f"items: file {n} = printed {info['items']} = stored "
+              f"{s['replay']['fill']}")
+        for name, (shape, dtype) in expected_schema(n).items():
+            ds = f["items"][name]
+            check(ds.shape == shape and ds.dtype == dtype, f"/items/{name} {ds.shape} {ds.dtype}")
+            check(ds.chunks is not None, f"/items/{name} is chunked {ds.chunks}")
+        a = f.attrs
+        check(int(a["schema_version"]) == 1 and int(a["complete"]) == 1, "schema_version 1, complete")
+        check(a["env_id"] == "RepeatPreviousEasy" and int(a["rollout_len"]) == T and int(a["state_size"]) == 16,
+              "env, rollout_len and state size attributes")
+        check("[replay]" in a["config"] and "prioritized" in a["config"], "resolved config stored")
+        items = f["items"]
+        check(np.all(np.diff(items["insert_seq"][...]) > 0), "items in insertion order")
+        check(set(np.unique(items["actor"][...])) == {2, 3}, "both actor ranks present")
+        check(np.all(items["priority"][...] > 0), "priorities stored")
+        check(items["times_sampled"][...].sum() > 0, "times sampled stored")
+        oh = items["obs"][...]
+        check(np.allclose(oh.sum(-1), 1.0), "observations are one-hot suits")
+        check(set(np.unique(items["action"][...])) <= {0, 1, 2, 3}, "actions in range")
+        check(int(a["inserted"]) == s["replay"]["inserted"] and int(a["sampled"]) == s["replay"]["sampled"],
+              "counters in the file match the run's")
+    crc = crc_of(path)
+    check(crc == info["checksum_crc32"], f"CRC-32 recomputed with numpy {crc:08x} = printed {info['checksum_crc32']:08x}")
+    h = subprocess.run(["h5dump", "-H", path], capture_output=True, text=True)
+    check(h.returncode == 0, "h5dump -H reads the file")
+    for name in FIELDS:
+        check(f'DATASET "{name}"' in h.stdout, f"h5dump -H lists {name}")
+    print("\n".join(h.stdout.splitlines()[:40]))
+    i = subprocess.run([args.mpirl, "replay", "inspect", path], capture_output=True, text=True)
+    print(i.stdout, i.stderr)
+    check(i.returncode == 0 and "verified" in i.stdout and "state0" in i.stdout, "mpirl replay inspect")
+
+
+def case_restore(args):
+    s, d = make_dump(args)
+    path = s["replay_dump"]["path"]
+    out = os.path.join(d, "again.h5")
+    r = subprocess.run([args.mpirl, "replay", "roundtrip", path, out], capture_output=True, text=True)
+    print(r.stdout, r.stderr)
+    check(r.returncode == 0, "restore + dump with no new data")
+    with h5py.File(path, "r") as a, h5py.File(out, "r") as b:
+        for name in FIELDS:
+            check(np.array_equal(a["items"][name][...], b["items"][name][...]), f"/items/{name} equal")
+    # A run started from the dump holds it from the start.
+    p, dt, d2 = run(args, 4, RUN + ["run.total_env_steps=20000", f"replay.restore={json.dumps(path)}"], 240)
+    s2 = finished_run(p, d2, 20000)
+    check(s2["replay"]["restored"] == s["replay_dump"]["items"], f"restored {s2['replay']['restored']} items")
+    check(s2["replay"]["inserted"] >= s2["replay"]["restored"], "restored items count as inserted")
+
+
+def bad_restore(args, path, what):
+    before = sha(path) if os.path.exists(path) else None
+    p, dt, d = run(args, 4, RUN + ["run.total_env_steps=20000", f"replay.restore={json.dumps(path)}"], 60)
+    check(p.returncode == 2, f"exit code 2 (got {p.returncode})")
+    check(path in p.stderr and what in p.stderr, f"message names the file and says {what!r}: {p.stderr.strip()[:300]}")
+    check(dt < 30, f"refused in {dt:.1f} s")
+    check(not os.path.exists(d), "no run directory created")
+    if before:
+        check(sha(path) == before, "the file is untouched")
+
+
+def case_bad_restore(args):
+    s, d = make_dump(args)
+    good = s["replay_dump"]["path"]
+    work = os.path.join(args.workdir, "bad-dumps")
+    os.makedirs(work, exist_ok=True)
+    bad_restore(args, os.path.join(work, "missing.h5"), "does not exist")
+    text = os.path.join(work, "text.h5")
+    open(text, "w").write("this is not HDF5\n")
+    bad_restore(args, text, "not an HDF5 file")
+    cut = os.path.join(work, "cut.h5")
+    shutil.copy(good, cut)
+    os.truncate(cut, os.path.getsize(good) // 2)
+    bad_restore(args, cut, "truncated or corrupt")
+    schema = os.path.join(work, "schema.h5")
+    shutil.copy(good, schema)
+    with h5py.File(schema, "a") as f:
+        f.attrs["schema_version"] = np.int64(99)
+    bad_restore(args, schema, "schema version 99")
+    incomplete = os.path.join(work, "incomplete.h5")
+    shutil.copy(good, incomplete)
+    with h5py.File(incomplete, "a") as f:
+        del f.attrs["complete"]
+    bad_restore(args, incomplete, "incomplete")
+    # A dump of another env (CartPole, same T) into the RepeatPrevious run.
+    p, dt, d3 = run(args, 4, ["run.total_env_steps=20000", f"actor.rollout_len={T}", "replay.capacity=1000",
+                              "model.core=\"lru\"", "model.core_state=8"], 240)
+    other = summary(d3)["replay_dump"]["path"]
+    bad_restore(args, other, "holds env 'CartPole-v1'")
+
+
+def case_kill_mid_dump(args):
+    os.environ["MPIRL_TEST_DUMP_DELAY_MS"] = "150"
+    mpi_test.ENV["MPIRL_TEST_DUMP_DELAY_MS"] = "150"
+    name = f"kill-{os.getpid()}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = [args.mpirun, "-n", "4", "--oversubscribe", "-x", "MPIRL_TEST_DUMP_DELAY_MS", args.mpirl, "train",
+           "--set", f"run.out_dir={json.dumps(out_dir)}", "--set", "run.name=\"run\"",
+           "--set", "replay.dump_interval_s=0.2", "--set", "run.total_env_steps=100000000"] + \
+        sum((["--set", s] for s in RUN), [])
+    print("$", " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, env=mpi_test.ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    d = os.path.join(out_dir, "run")
+    dump = os.path.join(d, "replay.h5")
+    t0 = time.time()
+    killed = False
+    try:
+        # Wait for one complete dump, then for the next one to be mid-write, and kill the replay.
+        while time.time() - t0 < 120 and not os.path.exists(dump):
+            time.sleep(0.05)
+        check(os.path.exists(dump), "a first complete dump appeared")
+        first = sha(dump)
+        while time.time() - t0 < 120:
+            tmps = glob.glob(dump + ".tmp.*")
+            if tmps and os.path.getsize(tmps[0]) > 0:
+                pid = int(open(os.path.join(d, "replay.pid")).read())
+                os.kill(pid, signal.SIGKILL)
+                killed = True
+                break
+            time.sleep(0.01)
+        check(killed, "killed the replay rank while a dump was being written")
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    print(proc.stdout.read()[-2000:])
+    check(proc.returncode != 0, f"the job failed (exit {proc.returncode}) instead of hanging")
+    i = subprocess.run([args.mpirl, "replay", "inspect", dump], capture_output=True, text=True)
+    print(i.stdout[:600], i.stderr)
+    check(i.returncode == 0 and "verified" in i.stdout, "the last complete dump is intact and verifies")
+    with h5py.File(dump, "r") as f:
+        check(int(f.attrs["complete"]) == 1, "it is marked complete")
+    left = glob.glob(dump + ".tmp.*")
+    check(len(left) >= 1, f"the interrupted dump is left under a temporary name: {left}")
+    for t in left:
+        r = subprocess.run([args.mpirl, "replay", "inspect", t], capture_output=True, text=True)
+        check(r.returncode != 0, f"{os.path.basename(t)} does not pass as complete: {r.stderr.strip()[:200]}")
+    del first
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpirl", required=True)
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--workdir", default="test-runs")
+    ap.add_argument("case")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    fn = globals().get("case_" + args.case)
+    if fn is None:
+        raise SystemExit(f"unknown case {args.case}")
+    fn(args)
+    print("PASSED", args.case)
+
+
+if __name__ == "__main__":
+    main()
