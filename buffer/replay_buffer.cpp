@@ -28,7 +28,20 @@ ReplayBuffer::ReplayBuffer(const SeqLayout& layout, const ReplayOptions& o)
   for (int64_t s = o.capacity - 1; s >= 0; --s) free_.push_back(s);
 }
 
-int64_t ReplayBuffer::oldest() const { return order_.begin()->second; }
+void ReplayBuffer::prune() const {
+  while (!order_.empty() && !live(order_.front())) order_.pop_front();
+  if (order_.size() > 2 * size_t(o_.capacity) + 64) {  // stale entries in the middle: compact
+    std::deque<std::pair<int64_t, int64_t>> keep;
+    for (auto& e : order_)
+      if (live(e)) keep.push_back(e);
+    order_.swap(keep);
+  }
+}
+
+int64_t ReplayBuffer::oldest() const {
+  prune();
+  return order_.front().second;
+}
 
 int64_t ReplayBuffer::take_slot() {
   if (free_.empty()) {
@@ -44,12 +57,12 @@ void ReplayBuffer::remove(int64_t slot, bool evicted) {
   auto& m = meta_[size_t(slot)];
   MPIRL_CHECK(m.used, "replay: removing empty slot {}", slot);
   selector_->remove(slot);
-  order_.erase(m.insert_seq);
   m.used = false;
   free_.push_back(slot);
   --size_;
   if (evicted) ++c_.evicted;
   else ++c_.consumed;
+  prune();
 }
 
 int64_t ReplayBuffer::insert(const char* payload, int64_t n, int64_t i, double priority) {
@@ -69,7 +82,8 @@ int64_t ReplayBuffer::insert_restored(const char* payload, int64_t n, int64_t i,
   m.used = true;
   next_seq_ = std::max(next_seq_, m.insert_seq + 1);
   max_priority_ = std::max(max_priority_, m.priority);
-  order_[m.insert_seq] = s;
+  MPIRL_CHECK(order_.empty() || order_.back().first < m.insert_seq, "replay: insertion numbers must increase");
+  order_.emplace_back(m.insert_seq, s);
   selector_->insert(s, m.insert_seq, m.priority);
   ++size_;
   ++c_.inserted;
@@ -136,7 +150,8 @@ void ReplayBuffer::update_priorities(const int64_t* slots, const int64_t* gens, 
 std::vector<int64_t> ReplayBuffer::slots_in_order() const {
   std::vector<int64_t> out;
   out.reserve(size_t(size_));
-  for (auto& [seq, slot] : order_) out.push_back(slot);
+  for (auto& e : order_)
+    if (live(e)) out.push_back(e.second);
   return out;
 }
 

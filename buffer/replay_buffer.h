@@ -9,6 +9,7 @@
 // A slot's generation grows every time the slot is reused, so a priority update names
 // (slot, generation) and is dropped, and counted, when the item it was computed for is gone.
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
@@ -94,7 +95,13 @@ class ReplayBuffer {
   std::vector<char> storage_;
   std::vector<ItemMeta> meta_;
   std::vector<int64_t> free_;
-  std::map<int64_t, int64_t> order_;  // insert_seq -> slot (oldest first)
+  // (insert_seq, slot) oldest first; entries of removed items are skipped lazily and compacted.
+  mutable std::deque<std::pair<int64_t, int64_t>> order_;
+  bool live(const std::pair<int64_t, int64_t>& e) const {
+    const auto& m = meta_[size_t(e.second)];
+    return m.used && m.insert_seq == e.first;
+  }
+  void prune() const;
   int64_t size_ = 0, next_seq_ = 0;
   double max_priority_ = 1.0;
   std::mt19937_64 rng_;

@@ -5,6 +5,7 @@
 //   uniform:     every item equally likely
 //   prioritized: item i with probability p_i^alpha / sum_j p_j^alpha (sum tree)
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
@@ -28,15 +29,18 @@ class Selector {
 
 class FifoSelector final : public Selector {
  public:
+  explicit FifoSelector(int64_t capacity) : seq_of_(size_t(capacity), -1) {}
   void insert(int64_t slot, int64_t seq, double) override;
   void remove(int64_t slot) override;
   void update(int64_t, double) override {}
   int64_t sample(std::mt19937_64& rng, double* prob) override;
-  int64_t size() const override { return int64_t(by_seq_.size()); }
+  int64_t size() const override { return n_; }
 
  private:
-  std::map<int64_t, int64_t> by_seq_;  // insertion seq -> slot
-  std::map<int64_t, int64_t> seq_of_;  // slot -> insertion seq
+  void prune();
+  std::deque<std::pair<int64_t, int64_t>> order_;  // (seq, slot), oldest first; removed ones skipped
+  std::vector<int64_t> seq_of_;                    // slot -> seq of the item it holds, -1 if none
+  int64_t n_ = 0;
 };
 
 class UniformSelector final : public Selector {

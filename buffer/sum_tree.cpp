@@ -14,10 +14,15 @@ SumTree::SumTree(int64_t capacity) : capacity_(capacity), P_(1) {
 
 void SumTree::set(int64_t i, double w) {
   MPIRL_CHECK(i >= 0 && i < capacity_ && w >= 0 && std::isfinite(w), "sum tree set({}, {})", i, w);
+  // Recompute each ancestor from its children (no drift from accumulated deltas), carrying the
+  // running sum in a register: one sibling load per level.
   size_t k = size_t(P_ + i);
+  double sum = w;
   nodes_[k] = w;
-  // Recompute sums on the way up (adding d would accumulate rounding error over many updates).
-  for (k /= 2; k >= 1; k /= 2) nodes_[k] = nodes_[2 * k] + nodes_[2 * k + 1];
+  for (; k > 1; k /= 2) {
+    sum += nodes_[k ^ 1];
+    nodes_[k / 2] = sum;
+  }
 }
 
 int64_t SumTree::find(double u) const {

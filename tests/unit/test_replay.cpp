@@ -85,7 +85,7 @@ TEST(SumTree, SamplingFrequenciesMatchPrioritiesToTheAlpha) {
 
 TEST(Selectors, FifoUniform) {
   std::mt19937_64 rng(1);
-  FifoSelector f;
+  FifoSelector f(10);
   f.insert(7, 10, 0);
   f.insert(3, 11, 0);
   f.insert(5, 12, 0);
