@@ -93,6 +93,7 @@ class ReplayBuffer {
   std::unique_ptr<Selector> selector_;
   RateLimiter limiter_;
   std::vector<char> storage_;
+  std::vector<size_t> store_off_;  // each field's offset in storage_
   std::vector<ItemMeta> meta_;
   std::vector<int64_t> free_;
   // (insert_seq, slot) oldest first; entries of removed items are skipped lazily and compacted.
