@@ -28,8 +28,10 @@ void SumTree::set(int64_t i, double w) {
 int64_t SumTree::find(double u) const {
   size_t k = 1;
   while (k < size_t(P_)) {
-    size_t l = 2 * k;
-    if (u < nodes_[l] || nodes_[l + 1] <= 0) {
+    // A predictable-enough branch beats a branchless select here: speculation runs ahead into
+    // the next level's load (measured with bench_replay_ops).
+    const size_t l = 2 * k;
+    if (u < nodes_[l]) {
       k = l;
     } else {
       u -= nodes_[l];
