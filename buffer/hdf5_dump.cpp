@@ -236,9 +236,8 @@ DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std:
     for (size_t fi = 0; fi < layout.fields().size(); ++fi) {
       const auto& fl = layout.fields()[fi];
       buf.resize(fl.bytes * size_t(n));
-      const char* base = rb.storage() + layout.field_offset(fi, rb.capacity());
       for (int64_t k = 0; k < n; ++k)
-        std::memcpy(buf.data() + size_t(k) * fl.bytes, base + size_t(slots[size_t(k)]) * fl.bytes, fl.bytes);
+        std::memcpy(buf.data() + size_t(k) * fl.bytes, rb.item_field(slots[size_t(k)], fi), fl.bytes);
       crc = crc32_update(crc, buf.data(), buf.size());
       bytes += int64_t(buf.size());
       write_dataset(g, fl.name, fl.dtype, n, fl.shape, buf.data(), path);

@@ -24,6 +24,10 @@ constexpr size_t kMaxPendingEpisodes = 100000;
 std::atomic<bool> g_dump_requested{false};
 extern "C" void on_sigusr1(int) { g_dump_requested = true; }
 
+// The largest rollout frame an actor sends: its header region plus E sequences and up to E*T
+// episode statistics (actor/actor.cpp).
+constexpr size_t kActorHeaderRegion = 4096;
+
 ReplayOptions replay_options(const Config& cfg) {
   ReplayOptions o;
   o.capacity = cfg.replay.capacity;
@@ -38,6 +42,14 @@ ReplayOptions replay_options(const Config& cfg) {
   o.importance_exponent = cfg.replay.importance_exponent;
   o.importance_anneal_items = cfg.replay.importance_anneal_items;
   o.seed = cfg.run.seed * 7919 + 17;
+  o.chunk_rows = cfg.env.num_envs;  // one rollout per chunk: received in place, no copy
+  return o;
+}
+
+ReplayOptions server_options(const Config& cfg, const SeqLayout& layout) {
+  auto o = replay_options(cfg);
+  const int64_t E = cfg.env.num_envs;
+  o.chunk_bytes = kActorHeaderRegion + wire::payload_bytes(layout.arrays(E, true, E * layout.T()));
   return o;
 }
 
@@ -49,12 +61,12 @@ class ReplayServer {
  public:
   ReplayServer(const Config& cfg, const Comms& comms, const std::string& run_dir)
       : cfg_(cfg), comms_(comms), run_dir_(run_dir), spec_(env_spec(cfg)), layout_(seq_layout(cfg, spec_)),
-        rb_(layout_, replay_options(cfg)), sampled_by_(size_t(comms.layout.learners), 0),
+        rb_(layout_, server_options(cfg, layout_)), sampled_by_(size_t(comms.layout.learners), 0),
         last_dump_(now_seconds()) {
     if (!cfg.replay.restore.empty()) {
       auto h = restore_replay(rb_, cfg.replay.restore, cfg.env.id);
       c_.restored = h.items;
-      spdlog::warn("replay: restored {} items from '{}'", h.items, cfg.replay.restore);
+      spdlog::info("replay: restored {} items from '{}'", h.items, cfg.replay.restore);
     }
     std::ofstream(run_dir_ + "/replay.pid") << ::getpid() << "\n";
     struct sigaction sa {};
@@ -154,27 +166,45 @@ class ReplayServer {
     rb_.update_priorities(msg.array<int64_t>(0), msg.array<int64_t>(1), msg.array<float>(2), a[0].shape[0]);
   }
 
+  // Receives the next message from `src` (probed, `count` bytes): a rollout goes straight into a
+  // reserved replay chunk (no copy), anything else into rbuf_.
   bool handle_actors() {
     bool any = false;
-    size_t n = 0;
-    int src;
     const int64_t E = cfg_.env.num_envs;
     // Actors are polled in turn (not MPI_ANY_SOURCE): when the limiter admits one rollout at a
     // time, any-source matching keeps serving the same actor and starves the others.
     const int A = comms_.layout.actors();
-    for (int tried = 0; tried < A && (stopping_ || rb_.can_insert(E));) {
-      int candidate = comms_.layout.first_actor() + next_actor_;
+    for (int tried = 0; tried < A && (stopping_ || rb_.can_insert_chunk());) {
+      int src = comms_.layout.first_actor() + next_actor_;
       next_actor_ = (next_actor_ + 1) % A;
-      if ((src = try_recv(comms_.world, candidate, kTagRollout, rbuf_, &n)) < 0) {
+      int flag = 0, count = 0;
+      MPI_Status st;
+      MPIRL_MPI(MPI_Iprobe(src, kTagRollout, comms_.world, &flag, &st));
+      if (!flag) {
         ++tried;
         continue;
       }
       tried = 0;
       any = true;
-      auto msg = wire::decode(rbuf_.data(), n, src, {wire::Kind::Rollout, wire::Kind::ActorDone});
-      if (comms_.layout.role_of(src) != Role::Actor)
-        throw Error(fmt::format("replay: {} from rank {}, which is not an actor", wire::kind_name(msg.env.kind), src));
+      MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+      const bool into_chunk = !stopping_ && size_t(count) <= rb_.chunk_bytes();
+      char* buf;
+      if (into_chunk) {
+        buf = rb_.reserve_chunk();
+      } else {
+        if (rbuf_.size() < size_t(count)) rbuf_.resize(size_t(count));
+        buf = rbuf_.data();
+      }
+      MPIRL_MPI(MPI_Recv(buf, count, MPI_BYTE, src, kTagRollout, comms_.world, MPI_STATUS_IGNORE));
+      wire::Message msg;
+      try {
+        msg = wire::decode(buf, size_t(count), src, {wire::Kind::Rollout, wire::Kind::ActorDone});
+      } catch (...) {
+        if (into_chunk) rb_.release_chunk();
+        throw;
+      }
       if (msg.env.kind == wire::Kind::ActorDone) {
+        if (into_chunk) rb_.release_chunk();
         ++actors_done_;
         send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
         continue;
@@ -184,14 +214,13 @@ class ReplayServer {
       int ir = msg.find("episode_return"), il = msg.find("episode_length");
       if (ir < 0 || il < 0 || msg.desc(size_t(ir)).elements() != msg.desc(size_t(il)).elements())
         throw Error(fmt::format("rollout from rank {} lacks consistent episode statistics", src));
-      if (stopping_) {
+      if (!into_chunk) {
+        if (!stopping_)
+          throw Error(fmt::format("rollout from rank {} is {} bytes, more than the {} a rollout can take", src, count,
+                                  rb_.chunk_bytes()));
         ++c_.discarded;
       } else {
-        for (int64_t i = 0; i < rows; ++i) rb_.insert(msg.payload, rows, i);
-        ++c_.rollouts;
-        c_.env_steps += rows * layout_.T();
         size_t m = msg.desc(size_t(ir)).elements();
-        c_.episodes += int64_t(m);
         const float* r = msg.array<float>(size_t(ir));
         const int32_t* l = msg.array<int32_t>(size_t(il));
         for (size_t k = 0; k < m; ++k) {
@@ -202,6 +231,10 @@ class ReplayServer {
           ep_returns_.pop_front();
           ep_lengths_.pop_front();
         }
+        rb_.commit_chunk(size_t(msg.payload - buf), rows);
+        ++c_.rollouts;
+        c_.env_steps += rows * layout_.T();
+        c_.episodes += int64_t(m);
       }
       send_small(wire::Kind::RolloutAck, src, kTagActorCtl, false);
     }
@@ -329,7 +362,8 @@ void validate_replay_config(const Config& cfg) {
       auto spec = env_spec(cfg);
       auto layout = seq_layout(cfg, spec);
       auto h = read_dump_header(cfg.replay.restore);
-      check_dump_compatible(h, cfg.replay.restore, layout, cfg.env.id, o.capacity);
+      const int64_t rounded = (o.capacity + o.chunk_rows - 1) / o.chunk_rows * o.chunk_rows;
+      check_dump_compatible(h, cfg.replay.restore, layout, cfg.env.id, rounded);
     } catch (const ConfigError&) {
       throw;
     } catch (const Error& e) {

@@ -56,18 +56,28 @@ RateLimiterOptions limiter_options(const ReplayOptions& o) {
 }  // namespace
 
 ReplayBuffer::ReplayBuffer(const SeqLayout& layout, const ReplayOptions& o)
-    : layout_(layout), o_(o), selector_(make_selector(o.selector, o.capacity, o.priority_exponent)),
-      limiter_(limiter_options(o)), meta_(size_t(o.capacity)), rng_(o.seed) {
+    : layout_(layout), o_(o), R_(std::max<int64_t>(1, o.chunk_rows)),
+      n_chunks_((o.capacity + R_ - 1) / R_), capacity_(n_chunks_ * R_),
+      selector_(make_selector(o.selector, capacity_, o.priority_exponent)), limiter_([&] {
+        auto r = limiter_options(o);
+        r.capacity = capacity_;
+        return r;
+      }()),
+      meta_(size_t(capacity_)), rng_(o.seed) {
   MPIRL_CHECK(o.capacity > 0, "replay capacity {}", o.capacity);
-  storage_.resize(layout_.field_offset(layout_.fields().size(), o.capacity));
-  for (size_t f = 0; f < layout_.fields().size(); ++f) store_off_.push_back(layout_.field_offset(f, o.capacity));
-  free_.reserve(size_t(o.capacity));
-  for (int64_t s = o.capacity - 1; s >= 0; --s) free_.push_back(s);
+  const size_t payload = layout_.field_offset(layout_.fields().size(), R_);
+  chunk_bytes_ = std::max(o.chunk_bytes, payload);
+  chunk_bytes_ = (chunk_bytes_ + 4095) / 4096 * 4096;  // page-aligned chunks
+  storage_.resize(chunk_bytes_ * size_t(n_chunks_));
+  for (size_t f = 0; f < layout_.fields().size(); ++f) field_off_.push_back(layout_.field_offset(f, R_));
+  payload_off_.assign(size_t(n_chunks_), 0);
+  live_rows_.assign(size_t(n_chunks_), 0);
+  for (int64_t c = n_chunks_ - 1; c >= 0; --c) free_chunks_.push_back(c);
 }
 
 void ReplayBuffer::prune() const {
   while (!order_.empty() && !live(order_.front())) order_.pop_front();
-  if (order_.size() > 2 * size_t(o_.capacity) + 64) {  // stale entries in the middle: compact
+  if (order_.size() > 2 * size_t(capacity_) + 64) {  // stale entries in the middle: compact
     std::deque<std::pair<int64_t, int64_t>> keep;
     for (auto& e : order_)
       if (live(e)) keep.push_back(e);
@@ -80,14 +90,37 @@ int64_t ReplayBuffer::oldest() const {
   return order_.front().second;
 }
 
-int64_t ReplayBuffer::take_slot() {
-  if (free_.empty()) {
+const char* ReplayBuffer::item_field(int64_t slot, size_t f) const {
+  const int64_t c = slot / R_, r = slot % R_;
+  return chunk(c) + payload_off_[size_t(c)] + field_off_[f] + size_t(r) * layout_.fields()[f].bytes;
+}
+
+bool ReplayBuffer::can_insert(int64_t n) const {
+  if (!limiter_.can_insert(n, size_)) return false;
+  if (!o_.queue()) return true;
+  int64_t room = int64_t(free_chunks_.size()) * R_ + (filling_ >= 0 ? R_ - next_row_ : 0);
+  return room >= n;
+}
+
+bool ReplayBuffer::can_insert_chunk() const {
+  return limiter_.can_insert(R_, size_) && (!o_.queue() || !free_chunks_.empty());
+}
+
+int64_t ReplayBuffer::take_chunk() {
+  while (free_chunks_.empty()) {
     MPIRL_CHECK(!o_.queue(), "replay: insert into a full queue (the rate limiter should have waited)");
-    remove(oldest(), /*evicted=*/true);
+    // Evict every remaining item of the chunk holding the oldest item.
+    const int64_t c = oldest() / R_;
+    for (int64_t r = 0; r < R_; ++r)
+      if (meta_[size_t(c * R_ + r)].used) remove(c * R_ + r, /*evicted=*/true);
+    if (c == filling_) {  // a partly filled chunk: recycle it too
+      filling_ = -1;
+      free_chunks_.push_back(c);
+    }
   }
-  int64_t s = free_.back();
-  free_.pop_back();
-  return s;
+  int64_t c = free_chunks_.back();
+  free_chunks_.pop_back();
+  return c;
 }
 
 void ReplayBuffer::remove(int64_t slot, bool evicted) {
@@ -95,32 +128,16 @@ void ReplayBuffer::remove(int64_t slot, bool evicted) {
   MPIRL_CHECK(m.used, "replay: removing empty slot {}", slot);
   selector_->remove(slot);
   m.used = false;
-  free_.push_back(slot);
   --size_;
+  const int64_t c = slot / R_;
+  // A chunk is free again when its last item is gone (unless insert() is still filling it).
+  if (--live_rows_[size_t(c)] == 0 && c != filling_ && c != reserved_) free_chunks_.push_back(c);
   if (evicted) ++c_.evicted;
   else ++c_.consumed;
   prune();
 }
 
-int64_t ReplayBuffer::insert(const char* payload, int64_t n, int64_t i, double priority) {
-  ItemMeta m;
-  m.priority = priority < 0 ? max_priority_ : priority;
-  m.insert_seq = next_seq_;
-  return insert_restored(payload, n, i, m);
-}
-
-int64_t ReplayBuffer::insert_restored(const char* payload, int64_t n, int64_t i, const ItemMeta& in) {
-  int64_t s = take_slot();
-  const auto& fields = layout_.fields();
-  size_t src_off = 0;  // field offsets in a payload of n sequences (as SeqLayout::field_offset)
-  for (size_t f = 0; f < fields.size(); ++f) {
-    stream_copy(storage_.data() + store_off_[f] + size_t(s) * fields[f].bytes,
-                payload + src_off + size_t(i) * fields[f].bytes, fields[f].bytes);
-    src_off = wire::align_up(src_off + fields[f].bytes * size_t(n));
-  }
-#if defined(__SSE2__)
-  _mm_sfence();  // streaming stores are weakly ordered: complete them before the item is visible
-#endif
+void ReplayBuffer::place(int64_t s, const ItemMeta& in) {
   auto& m = meta_[size_t(s)];
   const int64_t gen = m.generation + 1;
   m = in;
@@ -131,10 +148,72 @@ int64_t ReplayBuffer::insert_restored(const char* payload, int64_t n, int64_t i,
   MPIRL_CHECK(order_.empty() || order_.back().first < m.insert_seq, "replay: insertion numbers must increase");
   order_.emplace_back(m.insert_seq, s);
   selector_->insert(s, m.insert_seq, m.priority);
+  ++live_rows_[size_t(s / R_)];
   ++size_;
   ++c_.inserted;
   limiter_.inserted(1);
+}
+
+int64_t ReplayBuffer::insert(const char* payload, int64_t n, int64_t i, double priority) {
+  ItemMeta m;
+  m.priority = priority < 0 ? max_priority_ : priority;
+  m.insert_seq = next_seq_;
+  return insert_restored(payload, n, i, m);
+}
+
+int64_t ReplayBuffer::insert_restored(const char* payload, int64_t n, int64_t i, const ItemMeta& in) {
+  MPIRL_CHECK(reserved_ < 0, "replay: insert while a chunk is reserved");
+  if (filling_ < 0 || next_row_ == R_) {
+    if (filling_ >= 0 && live_rows_[size_t(filling_)] == 0) free_chunks_.push_back(filling_);
+    filling_ = -1;
+    int64_t c = take_chunk();
+    filling_ = c;
+    next_row_ = 0;
+    payload_off_[size_t(c)] = 0;
+  }
+  const int64_t s = filling_ * R_ + next_row_++;
+  const auto& fields = layout_.fields();
+  char* dst = chunk(filling_);
+  size_t src_off = 0;  // field offsets in a payload of n sequences (as SeqLayout::field_offset)
+  for (size_t f = 0; f < fields.size(); ++f) {
+    stream_copy(dst + field_off_[f] + size_t(s % R_) * fields[f].bytes, payload + src_off + size_t(i) * fields[f].bytes,
+                fields[f].bytes);
+    src_off = wire::align_up(src_off + fields[f].bytes * size_t(n));
+  }
+#if defined(__SSE2__)
+  _mm_sfence();  // streaming stores are weakly ordered: complete them before the item is visible
+#endif
+  place(s, in);
   return s;
+}
+
+char* ReplayBuffer::reserve_chunk() {
+  MPIRL_CHECK(reserved_ < 0, "replay: a chunk is already reserved");
+  reserved_ = take_chunk();
+  return chunk(reserved_);
+}
+
+void ReplayBuffer::commit_chunk(size_t payload_offset, int64_t rows) {
+  MPIRL_CHECK(reserved_ >= 0, "replay: commit without a reserved chunk");
+  MPIRL_CHECK(rows == R_, "replay: a chunk holds {} items, got {}", R_, rows);
+  MPIRL_CHECK(payload_offset % wire::kAlign == 0 &&
+                  payload_offset + layout_.field_offset(layout_.fields().size(), R_) <= chunk_bytes_,
+              "replay: payload at offset {} does not fit a {}-byte chunk", payload_offset, chunk_bytes_);
+  const int64_t c = reserved_;
+  reserved_ = -1;
+  payload_off_[size_t(c)] = payload_offset;
+  for (int64_t r = 0; r < R_; ++r) {
+    ItemMeta m;
+    m.priority = max_priority_;
+    m.insert_seq = next_seq_;
+    place(c * R_ + r, m);
+  }
+}
+
+void ReplayBuffer::release_chunk() {
+  MPIRL_CHECK(reserved_ >= 0, "replay: release without a reserved chunk");
+  free_chunks_.push_back(reserved_);
+  reserved_ = -1;
 }
 
 double ReplayBuffer::importance_exponent() const {
@@ -156,7 +235,10 @@ ReplayBuffer::Sampled ReplayBuffer::sample(int64_t B, char* dst) {
     double p = 1;
     int64_t s = selector_->sample(rng_, &p);
     auto& m = meta_[size_t(s)];
-    layout_.copy_sequence(storage_.data(), o_.capacity, s, dst, B, k);
+    for (size_t f = 0; f < layout_.fields().size(); ++f) {
+      const size_t bytes = layout_.fields()[f].bytes;
+      std::memcpy(dst + layout_.field_offset(f, B) + size_t(k) * bytes, item_field(s, f), bytes);
+    }
     out.slots[size_t(k)] = s;
     out.generations[size_t(k)] = m.generation;
     probs[size_t(k)] = p;
@@ -178,7 +260,7 @@ ReplayBuffer::Sampled ReplayBuffer::sample(int64_t B, char* dst) {
 void ReplayBuffer::update_priorities(const int64_t* slots, const int64_t* gens, const float* prios, int64_t n) {
   for (int64_t k = 0; k < n; ++k) {
     const int64_t s = slots[k];
-    if (s < 0 || s >= o_.capacity) throw Error(fmt::format("priority update names slot {} of a {}-slot replay", s, o_.capacity));
+    if (s < 0 || s >= capacity_) throw Error(fmt::format("priority update names slot {} of a {}-slot replay", s, capacity_));
     if (!std::isfinite(prios[k]) || prios[k] < 0)
       throw Error(fmt::format("priority update for slot {} is {} (must be finite and >= 0)", s, prios[k]));
     auto& m = meta_[size_t(s)];

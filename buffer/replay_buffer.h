@@ -1,8 +1,13 @@
 #pragma once
-// The one global replay: T-step sequence items in preallocated storage (one payload laid out like
-// a message of `capacity` sequences, so items move with one memcpy per field), a selector, a rate
-// limiter and the bookkeeping every item carries (generation, insertion number, times sampled,
-// priority). Not thread-safe: the replay rank's single loop owns it.
+// The one global replay: T-step sequence items in preallocated storage, a selector, a rate limiter
+// and the bookkeeping every item carries (generation, insertion number, times sampled, priority).
+// Not thread-safe: the replay rank's single loop owns it.
+//
+// Storage is a pool of chunks of `chunk_rows` items laid out like a rollout message of that many
+// sequences (Reverb's chunks): the replay rank receives a rollout straight into a free chunk
+// (reserve_chunk / commit_chunk), so ingest costs no copy; items are copied once, when sampled.
+// Slot s is row s % chunk_rows of chunk s / chunk_rows; a chunk is reused once all its rows are
+// gone. insert() copies one sequence into the chunk being filled (chunk_rows = 1: item by item).
 //
 // Removal: an item is removed after max_times_sampled samples (0 = never), and when an insert
 // finds the buffer full the oldest item is evicted (except in queue mode, where inserts wait).
@@ -32,6 +37,8 @@ struct ReplayOptions {
   double importance_exponent = 0.4;    // beta at the start
   int64_t importance_anneal_items = 0;  // beta reaches 1 after this many sampled items (0 = stays)
   uint64_t seed = 1;
+  int64_t chunk_rows = 1;   // items per chunk (the replay rank uses env.num_envs); capacity rounds up
+  size_t chunk_bytes = 0;   // bytes per chunk (a whole received frame); 0 = the payload of chunk_rows items
   // Queue mode (IMPALA/APPO): fifo, each item sampled exactly once, inserts wait when full.
   bool queue() const { return selector == "fifo" && max_times_sampled == 1; }
 };
@@ -55,12 +62,21 @@ class ReplayBuffer {
   const SeqLayout& layout() const { return layout_; }
   const ReplayOptions& options() const { return o_; }
   int64_t size() const { return size_; }
-  int64_t capacity() const { return o_.capacity; }
+  int64_t capacity() const { return capacity_; }  // o.capacity rounded up to whole chunks
+  int64_t chunk_rows() const { return R_; }
+  size_t chunk_bytes() const { return chunk_bytes_; }
   const ReplayCounters& counters() const { return c_; }
   const RateLimiter& limiter() const { return limiter_; }
   double max_priority() const { return max_priority_; }
 
-  bool can_insert(int64_t n) const { return limiter_.can_insert(n, size_); }
+  bool can_insert(int64_t n) const;
+  // Zero-copy ingest: a chunk to receive a frame into (evicting the oldest chunk when none is free
+  // and the buffer is not a queue); then commit_chunk with the payload's offset in it, or
+  // release_chunk when the frame was not a rollout. One reservation at a time.
+  bool can_insert_chunk() const;
+  char* reserve_chunk();
+  void commit_chunk(size_t payload_offset, int64_t rows);
+  void release_chunk();
   bool can_sample(int64_t n) const { return limiter_.can_sample(n, size_); }
   // Stores sequence i of a payload of n sequences; priority < 0 means the current max. Returns the slot.
   int64_t insert(const char* payload, int64_t n, int64_t i, double priority = -1);
@@ -79,23 +95,33 @@ class ReplayBuffer {
   // Items in insertion order, and direct access for dumps and tests.
   std::vector<int64_t> slots_in_order() const;
   const ItemMeta& meta(int64_t slot) const { return meta_[size_t(slot)]; }
-  const char* storage() const { return storage_.data(); }
+  // Field f of the item in `slot`.
+  const char* item_field(int64_t slot, size_t f) const;
   double importance_exponent() const;
   int64_t next_insert_seq() const { return next_seq_; }
 
  private:
-  int64_t take_slot();
+  int64_t take_chunk();                 // a free chunk, evicting the oldest one if needed
+  void place(int64_t slot, const ItemMeta& in);  // bookkeeping of a newly stored item
   void remove(int64_t slot, bool evicted);
   int64_t oldest() const;
+  char* chunk(int64_t c) { return storage_.data() + size_t(c) * chunk_bytes_; }
+  const char* chunk(int64_t c) const { return storage_.data() + size_t(c) * chunk_bytes_; }
 
   const SeqLayout& layout_;
   ReplayOptions o_;
+  int64_t R_, n_chunks_, capacity_;  // before selector_/limiter_: they are sized from capacity_
   std::unique_ptr<Selector> selector_;
   RateLimiter limiter_;
+  size_t chunk_bytes_;
   std::vector<char> storage_;
-  std::vector<size_t> store_off_;  // each field's offset in storage_
+  std::vector<size_t> field_off_;       // each field's offset in a chunk's payload
+  std::vector<size_t> payload_off_;     // per chunk: where its payload starts
+  std::vector<int64_t> live_rows_;      // per chunk: items still stored
+  std::vector<int64_t> free_chunks_;
+  int64_t filling_ = -1, next_row_ = 0;  // the chunk insert() copies into
+  int64_t reserved_ = -1;
   std::vector<ItemMeta> meta_;
-  std::vector<int64_t> free_;
   // (insert_seq, slot) oldest first; entries of removed items are skipped lazily and compacted.
   mutable std::deque<std::pair<int64_t, int64_t>> order_;
   bool live(const std::pair<int64_t, int64_t>& e) const {

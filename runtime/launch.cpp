@@ -25,7 +25,7 @@ namespace {
 
 void setup_logging(int rank, Role role) {
   spdlog::set_pattern(fmt::format("[%H:%M:%S.%e] [rank {} {}] %^%l%$: %v", rank, role_name(role)));
-  spdlog::set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_level(rank == 0 || role == Role::Replay ? spdlog::level::info : spdlog::level::warn);
   if (const char* lvl = std::getenv("MPIRL_LOG_LEVEL")) spdlog::set_level(spdlog::level::from_str(lvl));
 }
 
