@@ -347,10 +347,14 @@ void validate_replay_config(const Config& cfg) {
   if (o.min_size_to_sample > o.capacity)
     throw ConfigError(fmt::format("config key 'replay.min_size_to_sample' = {}: more than replay.capacity = {}",
                                   o.min_size_to_sample, o.capacity));
-  if (o.queue() && (B > o.capacity || E > o.capacity))
-    throw ConfigError(fmt::format("config key 'replay.capacity' = {}: queue mode needs room for a batch "
-                                  "(learner.batch_size = {}) and a rollout (env.num_envs = {})",
-                                  o.capacity, B, E));
+  // Queue mode: when no chunk is free, only the oldest may be part-consumed, so at least
+  // capacity - E + 1 items are stored; that must allow a sample or inserts and samples deadlock.
+  const int64_t rounded = (o.capacity + E - 1) / E * E;
+  if (o.queue() && rounded - E + 1 < std::max(B, o.min_size_to_sample))
+    throw ConfigError(fmt::format("config key 'replay.capacity' = {}: queue mode needs room for a rollout "
+                                  "(env.num_envs = {}) on top of a batch (max(learner.batch_size, "
+                                  "replay.min_size_to_sample) = {}), i.e. at least {}",
+                                  o.capacity, E, std::max(B, o.min_size_to_sample), std::max(B, o.min_size_to_sample) + E - 1));
   if (o.samples_per_insert > 0 && 2 * o.error_buffer < double(E) * o.samples_per_insert + double(B))
     throw ConfigError(fmt::format("config key 'replay.error_buffer' = {}: with samples_per_insert = {} it must be at "
                                   "least (env.num_envs * samples_per_insert + learner.batch_size) / 2 = {} or "
@@ -362,7 +366,6 @@ void validate_replay_config(const Config& cfg) {
       auto spec = env_spec(cfg);
       auto layout = seq_layout(cfg, spec);
       auto h = read_dump_header(cfg.replay.restore);
-      const int64_t rounded = (o.capacity + o.chunk_rows - 1) / o.chunk_rows * o.chunk_rows;
       check_dump_compatible(h, cfg.replay.restore, layout, cfg.env.id, rounded);
     } catch (const ConfigError&) {
       throw;

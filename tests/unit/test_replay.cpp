@@ -8,11 +8,13 @@
 #include <fstream>
 
 #include "buffer/hdf5_dump.h"
+#include "buffer/replay.h"
 #include "buffer/rate_limiter.h"
 #include "buffer/replay_buffer.h"
 #include "buffer/selectors.h"
 #include "buffer/sum_tree.h"
 #include "envs/registry.h"
+#include "runtime/config.h"
 #include "runtime/error.h"
 
 using namespace mpirl;
@@ -302,4 +304,21 @@ TEST_F(DumpTest, BadFilesGiveErrorsNamingTheFile) {
   std::filesystem::copy_file(full, cut);
   std::filesystem::resize_file(cut, std::filesystem::file_size(full) / 2);
   expect_error(cut, "truncated or corrupt");
+}
+
+TEST(ReplayConfig, RefusesSettingsThatCanDeadlock) {
+  auto refused = [](std::vector<std::string> sets, const std::string& key) {
+    try {
+      buffer::validate_replay_config(load_config("", sets));
+      ADD_FAILURE() << "accepted " << sets[0];
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  // Queue mode: 48 slots of 16-item rollouts, batch 40: with no free chunk only 33 items may be left.
+  refused({"replay.capacity=48", "env.num_envs=16", "learner.batch_size=40"}, "replay.capacity");
+  refused({"replay.samples_per_insert=4.0", "replay.error_buffer=10.0"}, "replay.error_buffer");
+  refused({"replay.min_size_to_sample=300"}, "replay.min_size_to_sample");
+  EXPECT_NO_THROW(buffer::validate_replay_config(load_config("", {})));
+  EXPECT_NO_THROW(buffer::validate_replay_config(load_config("", {"replay.capacity=56", "learner.batch_size=40"})));
 }
