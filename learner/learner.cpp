@@ -196,12 +196,13 @@ class Learner {
     slots_.assign(msg.array<int64_t>(size_t(is)), msg.array<int64_t>(size_t(is)) + B);
     gens_.assign(msg.array<int64_t>(size_t(ig)), msg.array<int64_t>(size_t(ig)) + B);
     if (prioritized_)
-      batch_.weights = torch::from_blob(const_cast<float*>(msg.array<float>(size_t(iw))), {B}, f).to(device_);
+      batch_.weights = torch::from_blob(const_cast<float*>(msg.array<float>(size_t(iw))), {B}, f)
+                           .to(device_, f, /*non_blocking=*/false, /*copy=*/true);  // rbuf_ is reused
     if (layout_.state_size() > 0) {  // [B, S]: batch-major, no transpose
       int i = layout_.index("state0");
       batch_.state0 = torch::from_blob(const_cast<char*>(msg.payload) + msg.offsets[size_t(i)],
                                        {B, layout_.state_size()}, f)
-                          .to(device_);
+                          .to(device_, f, /*non_blocking=*/false, /*copy=*/true);
     }
   }
 
