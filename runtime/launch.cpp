@@ -161,14 +161,16 @@ int eval_main(const std::string& run_dir, int episodes, bool greedy, uint64_t se
 }
 
 int envs_main() {
+  size_t w = 0;
+  for (auto& id : envs::env_ids()) w = std::max(w, id.size());
   for (auto& id : envs::env_ids()) {
     auto env = envs::make_env(id, 0);
     const auto& s = env->spec();
     std::string act = s.discrete ? fmt::format("Discrete({})", s.num_actions)
                                  : fmt::format("Box({}, [{}, {}])", s.action_dim, fmt::join(s.action_low, ","),
                                                fmt::join(s.action_high, ","));
-    fmt::print("{:<14} obs float32[{}]  action {:<22} max_episode_steps {:<5} {}\n", id, fmt::join(s.obs_shape, ","),
-               act, s.max_episode_steps, s.description);
+    fmt::print("{:<{}}  obs {:<13} action {:<18} max_episode_steps {:<5} {}\n", id, w,
+               fmt::format("float32[{}]", fmt::join(s.obs_shape, ",")), act, s.max_episode_steps, s.description);
   }
   return 0;
 }
