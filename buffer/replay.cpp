@@ -124,7 +124,7 @@ class ReplayServer {
                 {"max_priority", rb_.max_priority()},
                 {"dumps", double(c_.dumps)}};
     for (size_t l = 0; l < sampled_by_.size(); ++l) env.meta[fmt::format("sampled_by_learner_{}", l)] = double(sampled_by_[l]);
-    if (last_dump_info_.items >= 0 && c_.dumps > 0) {
+    if (c_.dumps > 0) {
       env.meta["dump_items"] = double(last_dump_info_.items);
       env.meta["dump_checksum_crc32"] = double(last_dump_info_.checksum);
       env.meta["dump_seconds"] = last_dump_info_.seconds;
@@ -328,7 +328,7 @@ class ReplayServer {
   std::vector<int64_t> sampled_by_;
   std::vector<int> byes_;
   Counters c_;
-  DumpInfo last_dump_info_{"", -1, 0, 0, 0};
+  DumpInfo last_dump_info_;
   double last_dump_;
   uint64_t seq_ = 0;
   bool stopping_ = false, acked_ = false;

@@ -6,43 +6,8 @@
 
 #include "runtime/error.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace mpirl::buffer {
 namespace {
-
-// Copies into storage with non-temporal stores: stored items are not read again soon, and
-// streaming stores skip the read-for-ownership of every destination line (a third of the memory
-// traffic of an ordinary copy into cold memory).
-void stream_copy(char* dst, const char* src, size_t n) {
-#if defined(__SSE2__)
-  size_t head = (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15;
-  if (n < 256 || head > n) {
-    std::memcpy(dst, src, n);
-    return;
-  }
-  std::memcpy(dst, src, head);
-  dst += head;
-  src += head;
-  n -= head;
-  size_t k = 0;
-  for (; k + 64 <= n; k += 64) {
-    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k));
-    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k + 16));
-    __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k + 32));
-    __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k + 48), d);
-  }
-  std::memcpy(dst + k, src + k, n - k);
-#else
-  std::memcpy(dst, src, n);
-#endif
-}
 
 RateLimiterOptions limiter_options(const ReplayOptions& o) {
   RateLimiterOptions r;
@@ -172,17 +137,7 @@ int64_t ReplayBuffer::insert_restored(const char* payload, int64_t n, int64_t i,
     payload_off_[size_t(c)] = 0;
   }
   const int64_t s = filling_ * R_ + next_row_++;
-  const auto& fields = layout_.fields();
-  char* dst = chunk(filling_);
-  size_t src_off = 0;  // field offsets in a payload of n sequences (as SeqLayout::field_offset)
-  for (size_t f = 0; f < fields.size(); ++f) {
-    stream_copy(dst + field_off_[f] + size_t(s % R_) * fields[f].bytes, payload + src_off + size_t(i) * fields[f].bytes,
-                fields[f].bytes);
-    src_off = wire::align_up(src_off + fields[f].bytes * size_t(n));
-  }
-#if defined(__SSE2__)
-  _mm_sfence();  // streaming stores are weakly ordered: complete them before the item is visible
-#endif
+  layout_.copy_sequence(payload, n, i, chunk(filling_), R_, s % R_);  // a chunk is a payload of R_ sequences
   place(s, in);
   return s;
 }
@@ -235,10 +190,7 @@ ReplayBuffer::Sampled ReplayBuffer::sample(int64_t B, char* dst) {
     double p = 1;
     int64_t s = selector_->sample(rng_, &p);
     auto& m = meta_[size_t(s)];
-    for (size_t f = 0; f < layout_.fields().size(); ++f) {
-      const size_t bytes = layout_.fields()[f].bytes;
-      std::memcpy(dst + layout_.field_offset(f, B) + size_t(k) * bytes, item_field(s, f), bytes);
-    }
+    layout_.copy_sequence(chunk(s / R_) + payload_off_[size_t(s / R_)], R_, s % R_, dst, B, k);
     out.slots[size_t(k)] = s;
     out.generations[size_t(k)] = m.generation;
     probs[size_t(k)] = p;

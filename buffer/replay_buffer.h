@@ -15,7 +15,6 @@
 // (slot, generation) and is dropped, and counted, when the item it was computed for is gone.
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>

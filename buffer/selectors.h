@@ -6,7 +6,6 @@
 //   prioritized: item i with probability p_i^alpha / sum_j p_j^alpha (sum tree)
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>

@@ -40,11 +40,34 @@ void check_inputs(const torch::Tensor& a, const torch::Tensor& b, const torch::T
   scan_dtype(a);
 }
 
-#ifdef MPIRL_WITH_CUDA
-void cuda_check(int code, const char* what) {
-  MPIRL_CHECK(code == 0, "linear_scan: CUDA {} failed: {}", what, cuda::error_string(code));
+// The parameters every scan pass shares.
+template <typename P>
+void fill_common(P& p, const torch::Tensor& a, bool reverse) {
+  p.T = a.size(0);
+  p.N = p.T ? a.numel() / p.T : 0;
+  p.dtype = scan_dtype(a);
+  p.reverse = reverse;
 }
+
+#ifdef MPIRL_WITH_CUDA
+#define MPIRL_CUDA_FN(f) cuda::f
+#else
+#define MPIRL_CUDA_FN(f) nullptr
 #endif
+
+// Runs a pass on a's device: the CPU kernel, or the CUDA launcher on the current stream.
+template <typename P, typename CpuFn, typename CudaFn>
+void run_on_device(const torch::Tensor& a, const P& p, CpuFn cpu_fn, CudaFn cuda_fn, const char* what) {
+  if (!a.is_cuda()) return cpu_fn(p);
+#ifdef MPIRL_WITH_CUDA
+  c10::cuda::CUDAGuard guard(a.device());
+  int code = cuda_fn(p, at::cuda::getCurrentCUDAStream().stream());
+  MPIRL_CHECK(code == 0, "linear_scan: CUDA {} failed: {}", what, cuda::error_string(code));
+#else
+  (void)cuda_fn;
+  throw Error(fmt::format("linear_scan: {} on a CUDA tensor, but mpirl was built without CUDA kernels", what));
+#endif
+}
 
 class LinearScanFn : public torch::autograd::Function<LinearScanFn> {
  public:
@@ -72,24 +95,12 @@ torch::Tensor linear_scan_forward(const torch::Tensor& a_in, const torch::Tensor
   auto h0 = h0_in.defined() ? h0_in.contiguous() : h0_in;
   auto h = torch::empty_like(a, torch::MemoryFormat::Contiguous);
   ScanForwardParams p;
-  p.T = a.size(0);
-  p.N = p.T ? a.numel() / p.T : 0;
-  p.dtype = scan_dtype(a);
-  p.reverse = reverse;
+  fill_common(p, a, reverse);
   p.a = a.data_ptr();
   p.b = b.data_ptr();
   p.h0 = h0.defined() ? h0.data_ptr() : nullptr;
   p.h = h.data_ptr();
-  if (a.is_cuda()) {
-#ifdef MPIRL_WITH_CUDA
-    c10::cuda::CUDAGuard guard(a.device());
-    cuda_check(cuda::scan_forward(p, at::cuda::getCurrentCUDAStream().stream()), "forward scan");
-#else
-    throw Error("linear_scan: a CUDA tensor was given but mpirl was built without CUDA kernels");
-#endif
-  } else {
-    cpu::scan_forward(p);
-  }
+  run_on_device(a, p, cpu::scan_forward, MPIRL_CUDA_FN(scan_forward), "forward scan");
   return h;
 }
 
@@ -102,26 +113,14 @@ std::vector<torch::Tensor> linear_scan_backward(const torch::Tensor& a_in, const
   auto ga = torch::empty_like(a, torch::MemoryFormat::Contiguous);
   auto gb = torch::empty_like(a, torch::MemoryFormat::Contiguous);
   ScanBackwardParams p;
-  p.T = a.size(0);
-  p.N = p.T ? a.numel() / p.T : 0;
-  p.dtype = scan_dtype(a);
-  p.reverse = reverse;
+  fill_common(p, a, reverse);
   p.a = a.data_ptr();
   p.h = h.data_ptr();
   p.h0 = h0.defined() ? h0.data_ptr() : nullptr;
   p.grad_h = gh.data_ptr();
   p.grad_a = ga.data_ptr();
   p.grad_b = gb.data_ptr();
-  if (a.is_cuda()) {
-#ifdef MPIRL_WITH_CUDA
-    c10::cuda::CUDAGuard guard(a.device());
-    cuda_check(cuda::scan_backward(p, at::cuda::getCurrentCUDAStream().stream()), "backward scan");
-#else
-    throw Error("linear_scan: a CUDA tensor was given but mpirl was built without CUDA kernels");
-#endif
-  } else {
-    cpu::scan_backward(p);
-  }
+  run_on_device(a, p, cpu::scan_backward, MPIRL_CUDA_FN(scan_backward), "backward scan");
   torch::Tensor gh0;
   if (h0.defined() && p.T > 0) {
     const int64_t first = reverse ? p.T - 1 : 0;  // the step that consumed h0

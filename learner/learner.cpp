@@ -278,7 +278,6 @@ class Learner {
     std::memcpy(buf.data() + off + offsets[1], gens_.data(), size_t(B) * 8);
     std::memcpy(buf.data() + off + offsets[2], pc.data_ptr<float>(), size_t(B) * 4);
     sends_.send(buf, total, comms_.layout.replay_rank(), kTagLearnerReq, comms_.world);
-    ++priority_messages_;
   }
 
   void record(const LossTerms& l) {
@@ -444,7 +443,6 @@ class Learner {
   std::map<std::string, double> replay_meta_;
   const bool prioritized_ = cfg_.replay.selector == "prioritized";
   std::vector<int64_t> slots_, gens_;
-  int64_t priority_messages_ = 0;
   Window returns_, lengths_;
   int64_t updates_ = 0, episodes_ = 0, lag_max_ = 0, lag_n_ = 0;
   double lag_sum_ = 0, start_ = 0, last_log_ = 0, wait_s_ = 0;

@@ -56,40 +56,51 @@ class LinearRecurrentCore : public CoreImpl {
   torch::Tensor from_state(const torch::Tensor& s) const;                  // [B, S] -> [B, N]
 };
 
-// LRU: lambda = exp(-exp(nu) + i exp(theta)) with ring initialisation (|lambda| uniform in
-// [r_min, r_max], phase in [0, max_phase]); input normalised by gamma = sqrt(1 - |lambda|^2)
-// (learned in log space); y = GELU(Re(C h) + W x).
-class LruCore : public LinearRecurrentCore {
+// A diagonal complex recurrence driven by a complex input map B (N x D) and read out as
+// y = GELU(Re(C h) + W x) with C (H x N): what LRU and the S5-style SSM share. Subclasses give
+// lambda and the per-channel input gain, and call init_io after registering their own parameters.
+class DiagonalComplexCore : public LinearRecurrentCore {
  public:
-  explicit LruCore(const CoreOptions& o, double r_min = 0.4, double r_max = 0.99, double max_phase = M_PI);
   int64_t output_size() const override { return H_; }
   int64_t state_size() const override { return 2 * N_; }
 
  protected:
+  DiagonalComplexCore(const CoreOptions& o) : H_(o.hidden), N_(o.state) {}
+  void init_io(int64_t input, double b_scale);
+  virtual torch::Tensor lambda() = 0;                           // [N] complex
+  virtual torch::Tensor gain(const torch::Tensor& lambda) = 0;  // [N], scales B x
   Drive drive(const torch::Tensor& x) override;
   torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& x) override;
   bool complex_state() const override { return true; }
   int64_t H_, N_;
-  torch::Tensor nu_log_, theta_log_, gamma_log_, b_re_, b_im_, c_re_, c_im_;
+  torch::Tensor b_re_, b_im_, c_re_, c_im_;
   torch::nn::Linear skip_{nullptr};
 };
 
-// Diagonal complex SSM in the S5 style: continuous Lambda = -exp(a) + i w, learned step size
-// dt = exp(log_dt), zero-order-hold discretisation lambda = exp(Lambda dt),
-// u = ((lambda - 1) / Lambda) * B x; y = GELU(Re(C h) + W x).
-class SsmCore : public LinearRecurrentCore {
+// LRU: lambda = exp(-exp(nu) + i exp(theta)) with ring initialisation (|lambda| uniform in
+// [r_min, r_max], phase in [0, max_phase]); input normalised by gamma = sqrt(1 - |lambda|^2)
+// (learned in log space).
+class LruCore : public DiagonalComplexCore {
  public:
-  explicit SsmCore(const CoreOptions& o);
-  int64_t output_size() const override { return H_; }
-  int64_t state_size() const override { return 2 * N_; }
+  explicit LruCore(const CoreOptions& o, double r_min = 0.4, double r_max = 0.99, double max_phase = M_PI);
 
  protected:
-  Drive drive(const torch::Tensor& x) override;
-  torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& x) override;
-  bool complex_state() const override { return true; }
-  int64_t H_, N_;
-  torch::Tensor log_neg_re_, im_, log_dt_, b_re_, b_im_, c_re_, c_im_;
-  torch::nn::Linear skip_{nullptr};
+  torch::Tensor lambda() override;
+  torch::Tensor gain(const torch::Tensor&) override { return torch::exp(gamma_log_); }
+  torch::Tensor nu_log_, theta_log_, gamma_log_;
+};
+
+// Diagonal complex SSM in the S5 style: continuous Lambda = -exp(a) + i w, learned step size
+// dt = exp(log_dt), zero-order-hold discretisation lambda = exp(Lambda dt), gain (lambda - 1) / Lambda.
+class SsmCore : public DiagonalComplexCore {
+ public:
+  explicit SsmCore(const CoreOptions& o);
+
+ protected:
+  torch::Tensor continuous() { return torch::complex(-torch::exp(log_neg_re_), im_); }
+  torch::Tensor lambda() override { return torch::exp(continuous() * torch::exp(log_dt_)); }
+  torch::Tensor gain(const torch::Tensor& lambda) override { return (lambda - 1) / continuous(); }
+  torch::Tensor log_neg_re_, im_, log_dt_;
 };
 
 // minGRU: z = sigmoid(W_z x), h~ = W_h x, h_t = (1 - z_t) h_{t-1} + z_t h~_t; y = h.

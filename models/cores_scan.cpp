@@ -46,8 +46,26 @@ std::pair<torch::Tensor, torch::Tensor> LinearRecurrentCore::sequence(const torc
   return {readout(h, x), to_state(h[h.size(0) - 1])};
 }
 
-// ---- LRU ----
-LruCore::LruCore(const CoreOptions& o, double r_min, double r_max, double max_phase) : H_(o.hidden), N_(o.state) {
+// ---- LRU and SSM ----
+void DiagonalComplexCore::init_io(int64_t input, double b_scale) {
+  const double cs = 1.0 / std::sqrt(double(N_));
+  b_re_ = register_parameter("b_re", torch::randn({N_, input}) * b_scale);
+  b_im_ = register_parameter("b_im", torch::randn({N_, input}) * b_scale);
+  c_re_ = register_parameter("c_re", torch::randn({H_, N_}) * cs);
+  c_im_ = register_parameter("c_im", torch::randn({H_, N_}) * cs);
+  skip_ = register_module("skip", torch::nn::Linear(input, H_));
+}
+
+LinearRecurrentCore::Drive DiagonalComplexCore::drive(const torch::Tensor& x) {
+  auto l = lambda();
+  return {l, complex_matmul_real(x, b_re_, b_im_) * gain(l)};
+}
+
+torch::Tensor DiagonalComplexCore::readout(const torch::Tensor& h, const torch::Tensor& x) {
+  return torch::gelu(real_readout(h, c_re_, c_im_) + skip_(x));
+}
+
+LruCore::LruCore(const CoreOptions& o, double r_min, double r_max, double max_phase) : DiagonalComplexCore(o) {
   auto u1 = torch::rand({N_}), u2 = torch::rand({N_});
   // |lambda|^2 uniform in [r_min^2, r_max^2] (ring initialisation).
   auto nu = -0.5 * torch::log(u1 * (r_max * r_max - r_min * r_min) + r_min * r_min);
@@ -56,46 +74,16 @@ LruCore::LruCore(const CoreOptions& o, double r_min, double r_max, double max_ph
   theta_log_ = register_parameter("theta_log", torch::log(theta));
   auto mod = torch::exp(-nu);
   gamma_log_ = register_parameter("gamma_log", 0.5 * torch::log(1 - mod * mod));
-  const double bs = 1.0 / std::sqrt(2.0 * double(o.input)), cs = 1.0 / std::sqrt(double(N_));
-  b_re_ = register_parameter("b_re", torch::randn({N_, o.input}) * bs);
-  b_im_ = register_parameter("b_im", torch::randn({N_, o.input}) * bs);
-  c_re_ = register_parameter("c_re", torch::randn({H_, N_}) * cs);
-  c_im_ = register_parameter("c_im", torch::randn({H_, N_}) * cs);
-  skip_ = register_module("skip", torch::nn::Linear(o.input, H_));
+  init_io(o.input, 1.0 / std::sqrt(2.0 * double(o.input)));
 }
 
-LinearRecurrentCore::Drive LruCore::drive(const torch::Tensor& x) {
-  auto lambda = torch::exp(torch::complex(-torch::exp(nu_log_), torch::exp(theta_log_)));
-  auto u = complex_matmul_real(x, b_re_, b_im_) * torch::exp(gamma_log_);
-  return {lambda, u};
-}
+torch::Tensor LruCore::lambda() { return torch::exp(torch::complex(-torch::exp(nu_log_), torch::exp(theta_log_))); }
 
-torch::Tensor LruCore::readout(const torch::Tensor& h, const torch::Tensor& x) {
-  return torch::gelu(real_readout(h, c_re_, c_im_) + skip_(x));
-}
-
-// ---- S5-style SSM ----
-SsmCore::SsmCore(const CoreOptions& o) : H_(o.hidden), N_(o.state) {
+SsmCore::SsmCore(const CoreOptions& o) : DiagonalComplexCore(o) {
   log_neg_re_ = register_parameter("log_neg_re", torch::full({N_}, std::log(0.5)));
   im_ = register_parameter("im", M_PI * torch::arange(N_).to(torch::kFloat32));
   log_dt_ = register_parameter("log_dt", torch::rand({N_}) * (std::log(0.1) - std::log(0.001)) + std::log(0.001));
-  const double bs = 1.0 / std::sqrt(double(o.input)), cs = 1.0 / std::sqrt(double(N_));
-  b_re_ = register_parameter("b_re", torch::randn({N_, o.input}) * bs);
-  b_im_ = register_parameter("b_im", torch::randn({N_, o.input}) * bs);
-  c_re_ = register_parameter("c_re", torch::randn({H_, N_}) * cs);
-  c_im_ = register_parameter("c_im", torch::randn({H_, N_}) * cs);
-  skip_ = register_module("skip", torch::nn::Linear(o.input, H_));
-}
-
-LinearRecurrentCore::Drive SsmCore::drive(const torch::Tensor& x) {
-  auto Lambda = torch::complex(-torch::exp(log_neg_re_), im_);
-  auto lambda = torch::exp(Lambda * torch::exp(log_dt_));
-  auto gain = (lambda - 1) / Lambda;
-  return {lambda, complex_matmul_real(x, b_re_, b_im_) * gain};
-}
-
-torch::Tensor SsmCore::readout(const torch::Tensor& h, const torch::Tensor& x) {
-  return torch::gelu(real_readout(h, c_re_, c_im_) + skip_(x));
+  init_io(o.input, 1.0 / std::sqrt(double(o.input)));
 }
 
 // ---- minGRU ----

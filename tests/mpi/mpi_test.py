@@ -16,14 +16,20 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
-def run(args, n, sets, timeout):
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    out_dir = os.path.join(args.workdir, name)
-    cmd = [args.mpirun, "-n", str(n), "--oversubscribe", args.mpirl, "train",
+def command(args, n, sets, out_dir, mpirun_flags=()):
+    """The mpirun command line of a training run writing to OUT_DIR/run."""
+    cmd = [args.mpirun, "-n", str(n), "--oversubscribe", *mpirun_flags, args.mpirl, "train",
            "--set", f"run.out_dir={json.dumps(out_dir)}", "--set", "run.name=\"run\""]
     for s in sets:
         cmd += ["--set", s]
     print("$", " ".join(cmd), flush=True)
+    return cmd
+
+
+def run(args, n, sets, timeout):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = command(args, n, sets, out_dir)
     t0 = time.time()
     p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
     dt = time.time() - t0
@@ -217,7 +223,9 @@ def case_learn_cartpole_appo(args):
     learn(args, "appo")
 
 
-def main():
+def main(cases=None):
+    """Runs the case named on the command line from `cases` (a module's globals; default: these)."""
+    cases = cases if cases is not None else globals()
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpirl", required=True)
     ap.add_argument("--mpirun", default="mpirun")
@@ -225,7 +233,7 @@ def main():
     ap.add_argument("case")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    fn = globals().get("case_" + args.case)
+    fn = cases.get("case_" + args.case)
     if fn is None:
         raise SystemExit(f"unknown case {args.case}")
     fn(args)

@@ -2,7 +2,6 @@
 """Replay dump tests with real runs: the HDF5 schema read back with h5py and h5dump, the checksum
 the run printed, restore round trips, bad restore files, and a replay rank killed mid-dump.
 Run one case: test_dump.py --mpirl build/mpirl CASE."""
-import argparse
 import glob
 import hashlib
 import json
@@ -159,11 +158,8 @@ def case_kill_mid_dump(args):
     mpi_test.ENV["MPIRL_TEST_DUMP_DELAY_MS"] = "150"
     name = f"kill-{os.getpid()}"
     out_dir = os.path.join(args.workdir, name)
-    cmd = [args.mpirun, "-n", "4", "--oversubscribe", "-x", "MPIRL_TEST_DUMP_DELAY_MS", args.mpirl, "train",
-           "--set", f"run.out_dir={json.dumps(out_dir)}", "--set", "run.name=\"run\"",
-           "--set", "replay.dump_interval_s=0.2", "--set", "run.total_env_steps=100000000"] + \
-        sum((["--set", s] for s in RUN), [])
-    print("$", " ".join(cmd), flush=True)
+    cmd = mpi_test.command(args, 4, RUN + ["replay.dump_interval_s=0.2", "run.total_env_steps=100000000"], out_dir,
+                           mpirun_flags=("-x", "MPIRL_TEST_DUMP_DELAY_MS"))
     proc = subprocess.Popen(cmd, env=mpi_test.ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     d = os.path.join(out_dir, "run")
     dump = os.path.join(d, "replay.h5")
@@ -174,7 +170,6 @@ def case_kill_mid_dump(args):
         while time.time() - t0 < 120 and not os.path.exists(dump):
             time.sleep(0.05)
         check(os.path.exists(dump), "a first complete dump appeared")
-        first = sha(dump)
         while time.time() - t0 < 120:
             tmps = glob.glob(dump + ".tmp.*")
             if tmps and os.path.getsize(tmps[0]) > 0:
@@ -200,23 +195,7 @@ def case_kill_mid_dump(args):
     for t in left:
         r = subprocess.run([args.mpirl, "replay", "inspect", t], capture_output=True, text=True)
         check(r.returncode != 0, f"{os.path.basename(t)} does not pass as complete: {r.stderr.strip()[:200]}")
-    del first
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--mpirl", required=True)
-    ap.add_argument("--mpirun", default="mpirun")
-    ap.add_argument("--workdir", default="test-runs")
-    ap.add_argument("case")
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    fn = globals().get("case_" + args.case)
-    if fn is None:
-        raise SystemExit(f"unknown case {args.case}")
-    fn(args)
-    print("PASSED", args.case)
 
 
 if __name__ == "__main__":
-    main()
+    mpi_test.main(globals())
