@@ -3,26 +3,25 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "envs/registry.h"
 #include "envs/vector_env.h"
 #include "models/policy.h"
-#include "runtime/error.h"
-#include "runtime/param_channel.h"
-#include "runtime/rollout.h"
-#include "runtime/run_setup.h"
-#include "runtime/transport.h"
-#include "runtime/wire.h"
+#include "core/error.h"
+#include "core/fault.h"
+#include "comm/param_channel.h"
+#include "comm/seq_layout.h"
+#include "comm/transport.h"
+#include "comm/wire.h"
 
 namespace mpirl::actor {
 namespace {
-
-constexpr size_t kHeaderRegion = 4096;
 
 // One preallocated rollout message: header region, then the payload for E sequences and room for
 // up to E*T finished-episode statistics.
 struct Slot {
   std::vector<char> buf;
   MPI_Request req = MPI_REQUEST_NULL;
-  char* payload() { return buf.data() + kHeaderRegion; }
+  char* payload() { return buf.data() + wire::kHeaderRegion; }
 };
 
 class Actor {
@@ -31,8 +30,8 @@ class Actor {
       : cfg_(cfg), comms_(comms), E_(cfg.env.num_envs), T_(cfg.actor.rollout_len),
         venv_(cfg.env.id, cfg.env.num_envs,
               envs::mix_seed(cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))),
-              env_options(cfg)),
-        spec_(venv_.spec()), layout_(seq_layout(cfg, spec_)), policy_(spec_, model_options(cfg)),
+              envs::env_options(cfg)),
+        spec_(venv_.spec()), layout_(SeqLayout(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_))), policy_(spec_, models::model_options(cfg)),
         params_(comms.publish, models::num_params(policy_)),
         gen_(at::make_generator<at::CPUGeneratorImpl>(envs::mix_seed(cfg.run.seed, 77 + uint64_t(comms.rank)))) {
     policy_->eval();
@@ -43,8 +42,8 @@ class Actor {
     flat_.resize(size_t(models::num_params(policy_)));
     size_t payload = wire::payload_bytes(layout_.arrays(E_, true, E_ * T_));
     slots_.resize(size_t(cfg.actor.max_inflight));
-    for (auto& s : slots_) s.buf.resize(kHeaderRegion + payload);
-    for (size_t f = 0; f < layout_.fields().size(); ++f) off_[layout_.fields()[f].name] = layout_.field_offset(f, E_);
+    for (auto& s : slots_) s.buf.resize(wire::kHeaderRegion + payload);
+    boot_count_.assign(size_t(E_), 0);
   }
 
   void run() {
@@ -57,7 +56,7 @@ class Actor {
       b.idle();
     }
     Slot* s = &slots_[0];
-    venv_.reset(f32(*s, "obs"), (T_ + 1) * spec_.obs_size(), u8(*s, "is_init"), T_ + 1);
+    venv_.reset(f32(*s, Seq::Obs), (T_ + 1) * spec_.obs_size(), u8(*s, Seq::IsInit), T_ + 1);
     size_t k = 0;
     while (!stop_) {
       if (!collect(*s)) break;
@@ -71,8 +70,10 @@ class Actor {
   }
 
  private:
-  float* f32(Slot& s, const char* f) { return reinterpret_cast<float*>(s.payload() + off_[f]); }
-  uint8_t* u8(Slot& s, const char* f) { return reinterpret_cast<uint8_t*>(s.payload() + off_[f]); }
+  template <class T>
+  T* field(Slot& s, Seq f) { return layout_.ptr<T>(s.payload(), f, E_); }
+  float* f32(Slot& s, Seq f) { return field<float>(s, f); }
+  uint8_t* u8(Slot& s, Seq f) { return field<uint8_t>(s, f); }
 
   // Tests the parameter broadcast; true when new parameters were loaded.
   bool poll_params() {
@@ -132,17 +133,21 @@ class Actor {
   // Steps T times writing straight into the slot. False if a Stop arrived mid-rollout.
   bool collect(Slot& s) {
     const int64_t D = spec_.obs_size(), L = spec_.dist_size(), A = spec_.action_size();
-    float* obs = f32(s, "obs");
-    float* dist = f32(s, "dist");
-    float* logp = f32(s, "logp");
-    float* tv = f32(s, "trunc_value");
-    char* act = s.payload() + off_["action"];
+    float* obs = f32(s, Seq::Obs);
+    float* dist = f32(s, Seq::Dist);
+    float* logp = f32(s, Seq::Logp);
+    char* act = reinterpret_cast<char*>(field<char>(s, Seq::Action));
     min_version_ = version_;
     auto opts = torch::TensorOptions().dtype(torch::kFloat32);
     // The core state carried across rollouts; the learner starts sequence mode from this copy.
-    if (state_.defined()) std::memcpy(f32(s, "state0"), state_.contiguous().data_ptr<float>(), size_t(state_.numel()) * sizeof(float));
-    const uint8_t* init = u8(s, "is_init");
+    if (state_.defined())
+      std::memcpy(f32(s, Seq::State0), state_.contiguous().data_ptr<float>(), size_t(state_.numel()) * sizeof(float));
+    const int64_t K = layout_.boot_slots();
+    if (K > 0) std::fill_n(field<int32_t>(s, Seq::BootStep), E_ * K, -1);
+    std::fill(boot_count_.begin(), boot_count_.end(), 0);
+    const uint8_t* init = u8(s, Seq::IsInit);
     for (int64_t t = 0; t < T_; ++t) {
+      fault_point();
       poll_params();
       if (stop_) return false;
       min_version_ = std::min(min_version_, version_);
@@ -161,31 +166,35 @@ class Actor {
       envs::StepOutputs o;
       o.obs = obs + (t + 1) * D;
       o.obs_stride = (T_ + 1) * D;
-      o.is_init = u8(s, "is_init") + t + 1;
+      o.is_init = u8(s, Seq::IsInit) + t + 1;
       o.is_init_stride = T_ + 1;
-      o.reward = f32(s, "reward") + t;
-      o.terminated = u8(s, "terminated") + t;
-      o.truncated = u8(s, "truncated") + t;
+      o.reward = f32(s, Seq::Reward) + t;
+      o.terminated = u8(s, Seq::Terminated) + t;
+      o.truncated = u8(s, Seq::Truncated) + t;
       o.scalar_stride = T_;
       venv_.step(spec_.discrete ? a_c.data_ptr<int64_t>() : nullptr, spec_.discrete ? nullptr : a_c.data_ptr<float>(), o);
-      // Truncated episodes bootstrap from the value of their last state (behaviour policy's value).
-      truncated_.clear();
-      for (int64_t e = 0; e < E_; ++e) {
-        tv[e * T_ + t] = 0.f;
-        if (o.truncated[e * T_]) truncated_.push_back(e);
-      }
-      if (!truncated_.empty()) {
-        auto last = torch::empty({int64_t(truncated_.size()), D}, opts);
-        for (size_t k = 0; k < truncated_.size(); ++k)
-          std::copy(venv_.final_obs(int(truncated_[k])), venv_.final_obs(int(truncated_[k])) + D,
-                    last.data_ptr<float>() + int64_t(k) * D);
-        torch::Tensor st;
-        if (state_.defined()) st = state_.index_select(0, torch::tensor(truncated_, torch::kInt64));
-        auto v = policy_->value_after(last, st).contiguous();
-        for (size_t k = 0; k < truncated_.size(); ++k) tv[truncated_[k] * T_ + t] = v.data_ptr<float>()[k];
-      }
+      for (int64_t e = 0; e < E_; ++e)
+        if (o.truncated[e * T_] && !o.terminated[e * T_]) record_truncation(s, e, t);
     }
     return true;
+  }
+
+  // A truncated episode bootstraps from the value of its last state, which the learner computes
+  // with its current parameters: the actor sends that observation and its core state there.
+  void record_truncation(Slot& s, int64_t e, int64_t t) {
+    const int64_t K = layout_.boot_slots(), D = spec_.obs_size(), S = layout_.state_size();
+    const int64_t k = boot_count_[size_t(e)]++;
+    if (k >= K)
+      throw Error(fmt::format("env '{}' (env index {}) truncated {} episodes within one {}-step rollout; its spec "
+                              "declares max_episode_steps = {}, which allows at most {}",
+                              spec_.id, e, k + 1, T_, spec_.max_episode_steps, K));
+    const float* last = venv_.final_obs(int(e));
+    std::copy(last, last + D, f32(s, Seq::BootObs) + (e * K + k) * D);
+    if (S > 0) {
+      auto st = state_[e].contiguous();
+      std::memcpy(f32(s, Seq::BootState) + (e * K + k) * S, st.data_ptr<float>(), size_t(S) * sizeof(float));
+    }
+    field<int32_t>(s, Seq::BootStep)[e * K + k] = int32_t(t);
   }
 
   void send(Slot& s) {
@@ -196,9 +205,9 @@ class Actor {
     std::vector<size_t> offsets;
     wire::payload_bytes(arrays, &offsets);
     const size_t nf = layout_.fields().size();
-    auto* ver = reinterpret_cast<int64_t*>(s.payload() + off_["version"]);
-    auto* act = reinterpret_cast<int32_t*>(s.payload() + off_["actor"]);
-    auto* idx = reinterpret_cast<int32_t*>(s.payload() + off_["env_index"]);
+    auto* ver = field<int64_t>(s, Seq::Version);
+    auto* act = field<int32_t>(s, Seq::Actor);
+    auto* idx = field<int32_t>(s, Seq::EnvIndex);
     for (int64_t e = 0; e < E_; ++e) {
       ver[e] = min_version_;
       act[e] = comms_.rank;
@@ -216,18 +225,19 @@ class Actor {
     env.seq = seq_++;
     env.policy_version = min_version_;
     env.arrays = std::move(arrays);
-    size_t total = wire::write_header(s.buf.data(), kHeaderRegion, env);
+    size_t total = wire::write_header(s.buf.data(), wire::kHeaderRegion, env);
     MPIRL_MPI(MPI_Isend(s.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world, &s.req));
     --credits_;
+    env_steps_sent_ += E_ * T_;
   }
 
   // The last observation of a rollout is the first of the next.
   void carry_over(Slot& from, Slot& to) {
     const int64_t D = spec_.obs_size();
-    float* fo = f32(from, "obs");
-    float* to_obs = f32(to, "obs");
-    uint8_t* fi = u8(from, "is_init");
-    uint8_t* ti = u8(to, "is_init");
+    float* fo = f32(from, Seq::Obs);
+    float* to_obs = f32(to, Seq::Obs);
+    uint8_t* fi = u8(from, Seq::IsInit);
+    uint8_t* ti = u8(to, Seq::IsInit);
     for (int64_t e = 0; e < E_; ++e) {
       std::copy(fo + (e * (T_ + 1) + T_) * D, fo + (e * (T_ + 1) + T_ + 1) * D, to_obs + e * (T_ + 1) * D);
       ti[e * (T_ + 1)] = fi[e * (T_ + 1) + T_];
@@ -251,7 +261,8 @@ class Actor {
     env.kind = wire::Kind::ActorDone;
     env.sender = comms_.rank;
     env.seq = seq_++;
-    auto frame = wire::build_frame(env, nullptr, 0);
+    env.arrays = {{"env_steps", wire::DType::I64, {1}}};
+    auto frame = wire::build_frame(env, &env_steps_sent_, sizeof(env_steps_sent_));
     MPI_Request req;
     MPIRL_MPI(MPI_Isend(frame.data(), int(frame.size()), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world, &req));
     wait_request(req, [&] { poll_ctl(); });
@@ -270,14 +281,14 @@ class Actor {
   at::Generator gen_;
   std::vector<float> flat_;
   torch::Tensor state_;  // [E, S] recurrent core state (undefined for feed-forward policies)
-  std::vector<int64_t> truncated_;
   std::vector<Slot> slots_;
-  std::map<std::string, size_t> off_;
+  std::vector<int64_t> boot_count_;  // per env: boot slots used in the rollout being collected
   std::vector<char> ctl_ = std::vector<char>(4096);
   MPI_Request ctl_req_ = MPI_REQUEST_NULL;
   int credits_ = 0;
   int64_t version_ = -1, min_version_ = -1;
   uint64_t seq_ = 0;
+  int64_t env_steps_sent_ = 0;  // counted here; the replay and the learners count their own
   bool stop_ = false, done_acked_ = false;
 };
 

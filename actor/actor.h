@@ -3,8 +3,8 @@
 // T steps x E envs written into one of actor.max_inflight preallocated message buffers and sent to
 // the replay with MPI_Isend while the next one fills (double buffering). New parameters arrive
 // through a posted MPI_Ibcast that is tested between steps and swapped in without blocking.
-#include "runtime/config.h"
-#include "runtime/roles.h"
+#include "core/config.h"
+#include "comm/ranks.h"
 
 namespace mpirl::actor {
 

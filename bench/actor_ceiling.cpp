@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "envs/registry.h"
 #include "envs/vector_env.h"
 #include "models/policy.h"
-#include "runtime/config.h"
-#include "runtime/run_setup.h"
-#include "runtime/transport.h"
+#include "core/config.h"
+#include "comm/transport.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"env + local inference ceiling of one actor (no MPI)"};
@@ -25,10 +25,10 @@ int main(int argc, char** argv) {
   torch::set_num_threads(cfg.actor.threads);
   torch::NoGradGuard ng;
   const int64_t E = cfg.env.num_envs, T = cfg.actor.rollout_len;
-  envs::VectorEnv venv(cfg.env.id, int(E), envs::mix_seed(cfg.run.seed, uint64_t(stream)), env_options(cfg));
+  envs::VectorEnv venv(cfg.env.id, int(E), envs::mix_seed(cfg.run.seed, uint64_t(stream)), envs::env_options(cfg));
   const auto& spec = venv.spec();
   const int64_t D = spec.obs_size(), L = spec.dist_size();
-  models::Policy policy(spec, model_options(cfg));
+  models::Policy policy(spec, models::model_options(cfg));
   policy->eval();
   auto gen = at::make_generator<at::CPUGeneratorImpl>(uint64_t(stream) + 1);
   std::vector<float> obs(size_t(E * (T + 1) * D)), rew(size_t(E * T)), logp(size_t(E * T)), dist(size_t(E * T * L));

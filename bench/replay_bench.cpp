@@ -1,13 +1,14 @@
-// Sum-tree and prioritized-selector operations per second on one core.
-//   bench_replay_ops [--capacity 65536,1048576] [--seconds 1]
+// Sum-tree and prioritized-selector operations on one core (Google Benchmark).
+//   bench_replay_ops [--benchmark_filter=SumTree] [--benchmark_min_time=1] [--benchmark_format=json]
 // An "op" is one update (set a random leaf to a random priority) or one sample (prefix search
-// with a uniform draw); the loop alternates them. The sum-tree loop draws its inputs with a
-// splitmix64 generator (a few cycles); the selector loop uses the selector's own mt19937_64 for
-// sampling, as the replay does.
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
+// with a uniform draw); each benchmark alternates them, kPairs pairs per iteration, and reports
+// items_per_second = ops per second. The arguments are capacities. The sum-tree loop draws its
+// inputs with a seeded splitmix64 generator (a few cycles); the selector loop uses one seeded
+// mt19937_64, for its inputs and for sampling, as the replay does. Every run of a benchmark
+// starts from the same seeded tree.
+#include <benchmark/benchmark.h>
 
-#include <chrono>
+#include <cstdint>
 #include <random>
 
 #include "buffer/selectors.h"
@@ -16,7 +17,8 @@
 namespace b = mpirl::buffer;
 
 namespace {
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+constexpr int kPairs = 4096;  // update + sample pairs per benchmark iteration
 
 struct SplitMix64 {
   uint64_t s;
@@ -27,48 +29,49 @@ struct SplitMix64 {
     return z ^ (z >> 31);
   }
 };
+
+double unit(uint64_t r) { return double(r >> 11) * 0x1.0p-53; }  // 53 random bits -> [0, 1)
+
+void BM_SumTreeUpdateSample(benchmark::State& state) {
+  const int64_t cap = state.range(0);
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> prio(0.01, 10.0);
+  b::SumTree t(cap);
+  for (int64_t i = 0; i < cap; ++i) t.set(i, prio(rng));
+  SplitMix64 fast{7};
+  int64_t sink = 0;
+  for (auto _ : state) {
+    for (int k = 0; k < kPairs; ++k) {
+      t.set(int64_t(fast() % uint64_t(cap)), 0.01 + unit(fast()) * 10);
+      sink += t.find(unit(fast()) * t.total());
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * kPairs);
+}
+
+void BM_PrioritizedSelectorUpdateSample(benchmark::State& state) {
+  const int64_t cap = state.range(0);
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> prio(0.01, 10.0);
+  b::PrioritizedSelector s(cap, 0.6);
+  for (int64_t i = 0; i < cap; ++i) s.insert(i, i, prio(rng));
+  int64_t sink = 0;
+  double p = 0;
+  for (auto _ : state) {
+    for (int k = 0; k < kPairs; ++k) {
+      s.update(int64_t(rng() % uint64_t(cap)), 0.01 + unit(rng()) * 10);
+      sink += s.sample(rng, &p);
+    }
+    benchmark::DoNotOptimize(sink);
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * kPairs);
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app("sum tree / prioritized selector ops per second (one thread)");
-  std::vector<int64_t> caps{1 << 16, 1 << 20};
-  double seconds = 1.0;
-  app.add_option("--capacity", caps, "capacities")->delimiter(',');
-  app.add_option("--seconds", seconds, "seconds per measurement");
-  CLI11_PARSE(app, argc, argv);
-  fmt::print("{:>10} | {:>16} | {:>20}\n", "capacity", "sum tree Mops/s", "prioritized Mops/s");
-  for (int64_t cap : caps) {
-    std::mt19937_64 rng(1);
-    std::uniform_int_distribution<int64_t> slot(0, cap - 1);
-    std::uniform_real_distribution<double> prio(0.01, 10.0), unit(0.0, 1.0);
-    b::SumTree t(cap);
-    for (int64_t i = 0; i < cap; ++i) t.set(i, prio(rng));
-    int64_t ops = 0, sink = 0;
-    SplitMix64 fast{7};
-    double t0 = now(), dt = 0;
-    while ((dt = now() - t0) < seconds) {
-      for (int k = 0; k < 4096; ++k) {
-        t.set(int64_t(fast() % uint64_t(cap)), 0.01 + double(fast() >> 11) * 0x1.0p-53 * 10);
-        sink += t.find(double(fast() >> 11) * 0x1.0p-53 * t.total());
-      }
-      ops += 8192;
-    }
-    double tree = double(ops) / dt / 1e6;
-    b::PrioritizedSelector s(cap, 0.6);
-    for (int64_t i = 0; i < cap; ++i) s.insert(i, i, prio(rng));
-    ops = 0;
-    t0 = now();
-    double p;
-    while ((dt = now() - t0) < seconds) {
-      for (int k = 0; k < 4096; ++k) {
-        s.update(int64_t(rng() % uint64_t(cap)), 0.01 + double(rng() >> 11) * 0x1.0p-53 * 10);
-        sink += s.sample(rng, &p);
-      }
-      ops += 8192;
-    }
-    double sel = double(ops) / dt / 1e6;
-    fmt::print("{:>10} | {:>16.1f} | {:>20.1f}\n", cap, tree, sel);
-    if (sink == 42) fmt::print(" ");
-  }
-  return 0;
-}
+BENCHMARK(BM_SumTreeUpdateSample)->Arg(1 << 12)->Arg(1 << 16)->Arg(1 << 20);
+BENCHMARK(BM_PrioritizedSelectorUpdateSample)->Arg(1 << 12)->Arg(1 << 16)->Arg(1 << 20);
+
+BENCHMARK_MAIN();

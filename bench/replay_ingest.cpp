@@ -14,8 +14,8 @@
 
 #include "buffer/replay_buffer.h"
 #include "envs/registry.h"
-#include "runtime/rollout.h"
-#include "runtime/wire.h"
+#include "comm/seq_layout.h"
+#include "comm/wire.h"
 
 using namespace mpirl;
 

@@ -3,22 +3,42 @@
 //
 //   /                      attributes: schema_version, complete (written last), env_id,
 //                          rollout_len, state_size, obs_shape, capacity, items, checksum_crc32,
-//                          selector, config (the run's resolved TOML), created_unix, and the
-//                          replay counters (inserted, evicted, consumed, sampled, batches,
+//                          selector, config (the run's resolved TOML), created_unix, fields (the
+//                          /items datasets, comma-separated, in checksum order), and the replay
+//                          counters (inserted, evicted, consumed, sampled, batches,
 //                          priority_updates, stale_priority_updates, max_priority, next_insert_seq)
 //   /items/<field>         one dataset per sequence field, [items, per-sequence shape...], in
-//                          insertion order, chunked along items: obs, is_init, action, reward,
-//                          terminated, truncated, logp, dist, trunc_value, version, actor,
-//                          env_index, state0 (recurrent cores only) -- see runtime/rollout.h
+//                          insertion order, chunked along items, in wire order (comm/seq_layout.h):
+//                            obs         float32 [n, T+1, obs...]
+//                            is_init     uint8   [n, T+1]
+//                            action      int64 [n, T] | float32 [n, T, A]
+//                            reward      float32 [n, T]
+//                            terminated  uint8   [n, T]
+//                            truncated   uint8   [n, T]
+//                            logp        float32 [n, T]
+//                            dist        float32 [n, T, L]
+//                            boot_obs    float32 [n, K, obs...]  } only when K = boot_slots > 0
+//                            boot_state  float32 [n, K, S]       }   (boot_state only when S > 0)
+//                            boot_step   int32   [n, K]          }
+//                            version int64 [n], actor int32 [n], env_index int32 [n]
+//                            state0      float32 [n, S]          (recurrent cores only, S > 0)
 //   /items/priority        float64 [items]
 //   /items/times_sampled   int64 [items]
 //   /items/insert_seq      int64 [items]   insertion sequence number
 //
 // checksum_crc32 is zlib's CRC-32 over the raw little-endian bytes of every /items dataset, in
-// the order listed above. A dump is written to PATH.tmp.<pid>, flushed and fsync'ed, renamed to
-// PATH (atomic), and then PATH.complete (JSON: items, checksum) is written; a file whose
-// `complete` attribute is missing or whose checksum does not match is never restored.
+// the order listed above (the `fields` attribute), each dataset's items in order. Datasets are
+// written and read in bounded blocks of items (DumpOptions::io_bytes), so neither a dump nor a
+// restore holds more than one block besides the buffer itself. A dump is written to
+// PATH.tmp.<pid>, flushed, closed (every close checked) and fsync'ed, renamed to PATH (atomic),
+// the directory fsync'ed, and then PATH.complete (JSON: items, checksum, bytes) is written
+// atomically and durably; an old PATH.complete is removed before the rename, and after a
+// successful dump the PATH.tmp.<digits> left by killed dumps are removed. On any failure the
+// temporary is removed and PATH is untouched. A file whose `complete` attribute is missing or
+// whose checksum does not match is never restored, and a restore verifies the checksum over the
+// whole file before it inserts anything.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,7 +47,7 @@
 
 namespace mpirl::buffer {
 
-inline constexpr int kDumpSchemaVersion = 1;
+inline constexpr int kDumpSchemaVersion = 2;  // 2: boot_obs/boot_state/boot_step replace trunc_value
 
 struct DumpHeader {
   int64_t schema_version = 0, rollout_len = 0, state_size = 0, capacity = 0, items = 0;
@@ -46,9 +66,19 @@ struct DumpInfo {
   int64_t bytes = 0;
 };
 
-// Writes the buffer atomically to `path`. `config` and `env_id` go into the attributes.
+struct DumpOptions {
+  // Bytes of items per hyperslab write or read (at least one item): the memory a dump or a
+  // restore needs besides the buffer.
+  size_t io_bytes = size_t(4) << 20;
+  // Test seam: called with the temporary's path once every dataset and attribute is written,
+  // before anything is closed; an exception thrown here fails the dump like an I/O error.
+  std::function<void(const std::string& tmp_path)> on_data_written;
+};
+
+// Writes the buffer atomically to `path`. `config` and `env_id` go into the attributes. Throws
+// mpirl::Error naming the file on any failure (the temporary is removed, PATH left as it was).
 DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std::string& env_id,
-                     const std::string& config);
+                     const std::string& config, const DumpOptions& opts = {});
 
 // Reads the attributes; throws Error naming the file when it is missing, not HDF5 or incomplete.
 DumpHeader read_dump_header(const std::string& path);
@@ -58,10 +88,13 @@ DumpHeader read_dump_header(const std::string& path);
 void check_dump_compatible(const DumpHeader& h, const std::string& path, const SeqLayout& layout,
                            const std::string& env_id, int64_t capacity);
 
-// Reads every item (verifying the checksum) into `rb`, which must be empty. Returns the header.
-DumpHeader restore_replay(ReplayBuffer& rb, const std::string& path, const std::string& env_id);
+// Reads every item into `rb`, which must be empty, in two streaming passes over bounded blocks:
+// the first checks the datasets and verifies the checksum (nothing is inserted when it fails),
+// the second inserts. Returns the header.
+DumpHeader restore_replay(ReplayBuffer& rb, const std::string& path, const std::string& env_id,
+                          const DumpOptions& opts = {});
 
-// One dataset read back whole (for inspect): raw bytes with its dtype and shape.
+// One dataset read back whole (for inspect, never for restore): raw bytes with its dtype and shape.
 struct DumpArray {
   std::string name;
   wire::DType dtype;

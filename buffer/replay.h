@@ -2,8 +2,8 @@
 // The replay role: one rank holding the single global buffer for all learners.
 #include <string>
 
-#include "runtime/config.h"
-#include "runtime/roles.h"
+#include "core/config.h"
+#include "comm/ranks.h"
 
 namespace mpirl::buffer {
 
@@ -15,10 +15,13 @@ namespace mpirl::buffer {
 //  - Each sample request gets an independent batch of learner.batch_size items, with their slots,
 //    generations and importance weights; priority updates from any learner apply to the items
 //    still there, stale ones are counted and dropped.
-//  - Replies to learner 0 carry the episode returns/lengths seen since the last one, and every
-//    reply carries the replay's counters.
-//  - HDF5 dumps (buffer/hdf5_dump.h): every replay.dump_interval_s, on SIGUSR1 and at the end.
-void run_replay(const Config& cfg, const Comms& comms, const std::string& run_dir);
+//  - Replies to learner 0 carry the episode returns/lengths seen since the last one (at most
+//    kMaxEpisodeStatsPerReply each), and every reply carries the replay's status.
+//  - HDF5 dumps (buffer/dump_scheduler.h): every replay.dump_interval_s, on SIGUSR1 and at the end;
+//    a failed dump is reported, never fatal.
+// Returns the rank's exit code: 0, or 3 when the end-of-run dump failed (the learners have
+// written the model and summary by then; the summary names the error).
+int run_replay(const Config& cfg, const Comms& comms, const std::string& run_dir);
 
 // Checks the replay settings and a replay.restore file against the run (rank 0, before anything
 // is created); throws ConfigError naming the key or file.

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace mpirl::buffer {
 namespace {
@@ -71,17 +71,23 @@ bool ReplayBuffer::can_insert_chunk() const {
   return limiter_.can_insert(R_, size_) && (!o_.queue() || !free_chunks_.empty());
 }
 
+bool ReplayBuffer::can_sample(int64_t n) const {
+  if (!limiter_.can_sample(n, size_)) return false;
+  return o_.max_times_sampled <= 0 || size_ >= n;
+}
+
 int64_t ReplayBuffer::take_chunk() {
   while (free_chunks_.empty()) {
     MPIRL_CHECK(!o_.queue(), "replay: insert into a full queue (the rate limiter should have waited)");
-    // Evict every remaining item of the chunk holding the oldest item.
+    // With no chunk free every chunk holds an item: remove() frees a chunk with its last item,
+    // and no chunk is taken while one is reserved or a new filling chunk is still empty. So there
+    // is an oldest item (an empty order_ here would be a bug, not something to read).
+    MPIRL_CHECK(size_ > 0, "replay: no free chunk and no stored item ({} chunks, filling {}, reserved {})",
+                n_chunks_, filling_, reserved_);
+    // Evict every remaining item of the chunk holding the oldest item; the last removal frees it.
     const int64_t c = oldest() / R_;
     for (int64_t r = 0; r < R_; ++r)
       if (meta_[size_t(c * R_ + r)].used) remove(c * R_ + r, /*evicted=*/true);
-    if (c == filling_) {  // a partly filled chunk: recycle it too
-      filling_ = -1;
-      free_chunks_.push_back(c);
-    }
   }
   int64_t c = free_chunks_.back();
   free_chunks_.pop_back();
@@ -95,8 +101,13 @@ void ReplayBuffer::remove(int64_t slot, bool evicted) {
   m.used = false;
   --size_;
   const int64_t c = slot / R_;
-  // A chunk is free again when its last item is gone (unless insert() is still filling it).
-  if (--live_rows_[size_t(c)] == 0 && c != filling_ && c != reserved_) free_chunks_.push_back(c);
+  // A chunk is free again when its last item is gone. The chunk insert() fills is no exception:
+  // it stops being filled (its unused rows are given up), or a restored buffer's last chunk, or
+  // one only part-filled, would never come back.
+  if (--live_rows_[size_t(c)] == 0 && c != reserved_) {
+    if (c == filling_) filling_ = -1;
+    free_chunks_.push_back(c);
+  }
   if (evicted) ++c_.evicted;
   else ++c_.consumed;
   prune();
@@ -126,16 +137,23 @@ int64_t ReplayBuffer::insert(const char* payload, int64_t n, int64_t i, double p
   return insert_restored(payload, n, i, m);
 }
 
+void ReplayBuffer::start_filling(int64_t first_row) {
+  filling_ = -1;  // a full chunk being left behind holds items: remove() frees it later
+  const int64_t c = take_chunk();
+  filling_ = c;
+  next_row_ = first_row;
+  payload_off_[size_t(c)] = 0;
+}
+
+void ReplayBuffer::begin_restore(int64_t n) {
+  MPIRL_CHECK(size_ == 0 && filling_ < 0 && reserved_ < 0, "replay: restore into a non-empty buffer");
+  MPIRL_CHECK(n >= 0 && n <= capacity_, "replay: restoring {} items into {} slots", n, capacity_);
+  if (n % R_ != 0) start_filling(R_ - n % R_);
+}
+
 int64_t ReplayBuffer::insert_restored(const char* payload, int64_t n, int64_t i, const ItemMeta& in) {
   MPIRL_CHECK(reserved_ < 0, "replay: insert while a chunk is reserved");
-  if (filling_ < 0 || next_row_ == R_) {
-    if (filling_ >= 0 && live_rows_[size_t(filling_)] == 0) free_chunks_.push_back(filling_);
-    filling_ = -1;
-    int64_t c = take_chunk();
-    filling_ = c;
-    next_row_ = 0;
-    payload_off_[size_t(c)] = 0;
-  }
+  if (filling_ < 0 || next_row_ == R_) start_filling(0);
   const int64_t s = filling_ * R_ + next_row_++;
   layout_.copy_sequence(payload, n, i, chunk(filling_), R_, s % R_);  // a chunk is a payload of R_ sequences
   place(s, in);

@@ -7,7 +7,12 @@
 // sequences (Reverb's chunks): the replay rank receives a rollout straight into a free chunk
 // (reserve_chunk / commit_chunk), so ingest costs no copy; items are copied once, when sampled.
 // Slot s is row s % chunk_rows of chunk s / chunk_rows; a chunk is reused once all its rows are
-// gone. insert() copies one sequence into the chunk being filled (chunk_rows = 1: item by item).
+// gone. insert() copies one sequence into the chunk being filled (chunk_rows = 1: item by item);
+// that chunk too is freed as soon as its last item is gone, whether or not it was ever full.
+// A restore (begin_restore, then insert_restored n times) fills whole chunks except the oldest,
+// so a restored buffer looks like one whose oldest chunk is part-consumed: in queue mode that is
+// what the capacity rule of validate_replay_config assumes (a part-filled chunk in the middle
+// could leave fewer than a batch stored with no chunk free, and both sides would wait forever).
 //
 // Removal: an item is removed after max_times_sampled samples (0 = never), and when an insert
 // finds the buffer full the oldest item is evicted (except in queue mode, where inserts wait).
@@ -22,7 +27,7 @@
 
 #include "buffer/rate_limiter.h"
 #include "buffer/selectors.h"
-#include "runtime/rollout.h"
+#include "comm/seq_layout.h"
 
 namespace mpirl::buffer {
 
@@ -76,9 +81,16 @@ class ReplayBuffer {
   char* reserve_chunk();
   void commit_chunk(size_t payload_offset, int64_t rows);
   void release_chunk();
-  bool can_sample(int64_t n) const { return limiter_.can_sample(n, size_); }
+  // The rate limiter admits a batch of n and, when sampled items are removed (max_times_sampled
+  // > 0), at least n items are stored: each draw removes at most one, so a batch never runs the
+  // selector dry.
+  bool can_sample(int64_t n) const;
   // Stores sequence i of a payload of n sequences; priority < 0 means the current max. Returns the slot.
   int64_t insert(const char* payload, int64_t n, int64_t i, double priority = -1);
+  // Before restoring n items into an empty buffer: leaves the first rows of the first chunk
+  // empty (chunk_rows - n % chunk_rows of them, none when n is a multiple), so the n items end on
+  // a chunk boundary and only the oldest chunk is part-filled. insert_restored works without it.
+  void begin_restore(int64_t n);
   // Stores an item with given bookkeeping (restore); keeps insertion numbers.
   int64_t insert_restored(const char* payload, int64_t n, int64_t i, const ItemMeta& meta);
 
@@ -101,6 +113,7 @@ class ReplayBuffer {
 
  private:
   int64_t take_chunk();                 // a free chunk, evicting the oldest one if needed
+  void start_filling(int64_t first_row);  // takes a chunk for insert() to fill from first_row
   void place(int64_t slot, const ItemMeta& in);  // bookkeeping of a newly stored item
   void remove(int64_t slot, bool evicted);
   int64_t oldest() const;
@@ -118,7 +131,9 @@ class ReplayBuffer {
   std::vector<size_t> payload_off_;     // per chunk: where its payload starts
   std::vector<int64_t> live_rows_;      // per chunk: items still stored
   std::vector<int64_t> free_chunks_;
-  int64_t filling_ = -1, next_row_ = 0;  // the chunk insert() copies into
+  // The chunk insert() copies into (-1: none). Once it holds an item it is freed like any other
+  // chunk when its last item goes, which also ends the filling.
+  int64_t filling_ = -1, next_row_ = 0;
   int64_t reserved_ = -1;
   std::vector<ItemMeta> meta_;
   // (insert_seq, slot) oldest first; entries of removed items are skipped lazily and compacted.

@@ -8,8 +8,9 @@
 
 #include "buffer/hdf5_dump.h"
 #include "buffer/replay.h"
-#include "runtime/error.h"
-#include "runtime/run_setup.h"
+#include "core/error.h"
+#include "envs/registry.h"
+#include "models/policy.h"
 
 namespace mpirl::buffer {
 namespace {
@@ -110,8 +111,8 @@ int replay_roundtrip_main(const std::string& in, const std::string& out) {
   try {
     auto h = read_dump_header(in);
     Config cfg = parse_resolved_config(h.config);
-    auto spec = env_spec(cfg);
-    auto layout = seq_layout(cfg, spec);
+    auto spec = envs::env_spec(cfg);
+    auto layout = SeqLayout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec));
     ReplayOptions o;
     o.capacity = h.capacity;
     o.selector = h.selector;

@@ -80,8 +80,9 @@ StepResult RepeatFirst::step(const Action& a, float* obs) {
 CountRecall::CountRecall(uint64_t seed, int decks, By by, const char* id)
     : rng_(seed), values_(decks), queries_(decks), by_(by),
       distinct_(by == By::Color ? 2 : by == By::Suit ? 4 : 13), counts_(size_t(distinct_)) {
+  // The answer is a count in 0 .. max_count (every card of one value dealt): max_count + 1 actions.
   const int max_count = values_.size() / distinct_;
-  spec_ = card_spec(id, 2 * distinct_, max_count, values_.size() - 1,
+  spec_ = card_spec(id, 2 * distinct_, max_count + 1, values_.size() - 1,
                     fmt::format("POPGym CountRecall: say how often the queried card value has been dealt; {} deck(s) "
                                 "of {} values",
                                 decks, distinct_));

@@ -7,7 +7,8 @@
 //     +-1/(cards - 1) every step; truncated after cards - 1 steps.
 //   CountRecall{Easy,Medium,Hard}: 1 deck of colours / 2 decks of suits / 4 decks of ranks. Each
 //     step shows a dealt card and a query card; the next action must say how many cards of the
-//     query's value have been dealt so far: +-1/(cards - 1). Terminates when the deck runs out.
+//     query's value have been dealt so far: +-1/(cards - 1). The count is 0 .. cards / values, so
+//     there are cards / values + 1 actions. Terminates when the deck runs out.
 //   StatelessCartPole{Easy,Medium,Hard}: CartPole with only cart position and pole angle
 //     observed, reward 1/L per step, truncated at L = 200/400/600 steps.
 #include <random>

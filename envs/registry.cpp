@@ -6,7 +6,7 @@
 
 #include "envs/builtin.h"
 #include "envs/popgym.h"
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace mpirl::envs {
 namespace {
@@ -54,5 +54,17 @@ std::vector<std::string> env_ids() {
   for (auto& [k, _] : registry()) ids.push_back(k);
   return ids;
 }
+
+EnvOptions env_options(const Config& cfg) {
+  EnvOptions o;
+  o.obs_dim = cfg.env.obs_dim;
+  o.num_actions = cfg.env.num_actions;
+  o.episode_length = cfg.env.episode_length;
+  o.step_cost_us = cfg.env.step_cost_us;
+  o.cost_sleep = cfg.env.cost_mode == "sleep";
+  return o;
+}
+
+EnvSpec env_spec(const Config& cfg) { return make_env(cfg.env.id, 0, env_options(cfg))->spec(); }
 
 }  // namespace mpirl::envs

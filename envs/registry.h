@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "envs/env.h"
 
 namespace mpirl::envs {
@@ -12,5 +13,10 @@ namespace mpirl::envs {
 std::unique_ptr<Env> make_env(const std::string& id, uint64_t seed, const EnvOptions& opts = {});
 // Every registered id, sorted.
 std::vector<std::string> env_ids();
+
+// What the config says about envs: the options the Synthetic env reads, and the spec of the
+// configured env (builds one; throws ConfigError naming env.id for an unknown id).
+EnvOptions env_options(const Config& cfg);
+EnvSpec env_spec(const Config& cfg);
 
 }  // namespace mpirl::envs

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "envs/registry.h"
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace mpirl::envs {
 

@@ -1,7 +1,7 @@
 #include "kernels/returns.h"
 
 #include "kernels/scan.h"
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace mpirl::kernels {
 namespace {

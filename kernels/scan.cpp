@@ -1,7 +1,7 @@
 #include "kernels/scan.h"
 
 #include "kernels/cpu/scan_cpu.h"
-#include "runtime/error.h"
+#include "core/error.h"
 #ifdef MPIRL_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>

@@ -35,6 +35,22 @@ CoreOptions core_options(const ModelOptions& o, int64_t input) {
   return c;
 }
 
+ModelOptions model_options(const Config& cfg) {
+  ModelOptions o;
+  o.hidden = cfg.model.hidden;
+  o.activation = cfg.model.activation;
+  o.core = cfg.model.core;
+  o.core_size = cfg.model.core_size;
+  o.core_state = cfg.model.core_state;
+  return o;
+}
+
+int64_t state_size(const Config& cfg, const envs::EnvSpec& spec) {
+  auto m = model_options(cfg);
+  int64_t torso_out = m.hidden.empty() ? spec.obs_size() : m.hidden.back();
+  return core_state_size(core_options(m, torso_out));
+}
+
 torch::Tensor PolicyImpl::torso(const torch::Tensor& obs) {
   torch::Tensor h = obs;
   for (auto& l : torso_) h = relu_ ? torch::relu(l(h)) : torch::tanh(l(h));
@@ -115,20 +131,17 @@ int64_t num_params(Policy& p) {
 
 void write_flat(Policy& p, float* dst) {
   torch::NoGradGuard g;
-  for (auto& t : p->parameters()) {
-    auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-    std::memcpy(dst, c.data_ptr<float>(), size_t(c.numel()) * sizeof(float));
-    dst += c.numel();
-  }
+  auto v = torch::nn::utils::parameters_to_vector(p->parameters()).to(torch::kCPU, torch::kFloat32).contiguous();
+  std::memcpy(dst, v.data_ptr<float>(), size_t(v.numel()) * sizeof(float));
 }
 
 void read_flat(Policy& p, const float* src) {
   torch::NoGradGuard g;
-  for (auto& t : p->parameters()) {
-    auto view = torch::from_blob(const_cast<float*>(src), t.sizes(), torch::kFloat32);
-    t.copy_(view);
-    src += t.numel();
-  }
+  auto params = p->parameters();
+  auto device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
+  // A fresh tensor: the parameters become views of it, never of the caller's buffer.
+  auto v = torch::from_blob(const_cast<float*>(src), {num_params(p)}, torch::kFloat32).to(device, torch::kFloat32, false, true);
+  torch::nn::utils::vector_to_parameters(v, params);
 }
 
 }  // namespace mpirl::models

@@ -5,6 +5,7 @@
 // over [T+1, B] batches in sequence mode. Parameters travel as one flat float32 buffer.
 #include <torch/torch.h>
 
+#include "core/config.h"
 #include "envs/env.h"
 #include "models/core.h"
 
@@ -19,6 +20,11 @@ struct ModelOptions {
 };
 
 CoreOptions core_options(const ModelOptions& o, int64_t input);
+// The model section of the config.
+ModelOptions model_options(const Config& cfg);
+// Floats of recurrent state per env of the configured model for `spec` (0 without a core): what
+// every sequence carries as state0.
+int64_t state_size(const Config& cfg, const envs::EnvSpec& spec);
 
 struct PolicyOutput {
   torch::Tensor dist;   // [..., L]: logits, or (mean, log_std)

@@ -4,12 +4,14 @@ what it wrote (summary.json, metrics.jsonl, model.pt) or how it failed (exit cod
 no run directory). Run one case: mpi_test.py --mpirl build/mpirl CASE. The learning cases read
 MPIRL_SEED (default 1)."""
 import argparse
+import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import tomllib
 import uuid
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -49,23 +51,51 @@ def summary(run_dir):
         return json.load(f)
 
 
-def finished_run(p, run_dir, min_steps):
-    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+def config_of(run_dir):
+    with open(os.path.join(run_dir, "config.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def finished_run(p, run_dir, min_steps, exit_code=0):
+    """Checks a finished run against counts kept independently by the actors, the replay and the
+    learners (each process counts its own; the test compares them)."""
+    check(p.returncode == exit_code, f"exit code {exit_code} (got {p.returncode})")
     s = summary(run_dir)
+    cfg = config_of(run_dir)
+    E, T = cfg["env"]["num_envs"], cfg["actor"]["rollout_len"]
+    check(s["replay_final"] is True, "summary written again after the replay's goodbye")
     check(s["env_steps"] >= min_steps, f"env_steps {s['env_steps']} >= {min_steps}")
     check(s["learner_updates"] > 0, f"learner_updates {s['learner_updates']} > 0")
     check(s["sps"] > 0 and s["wall_time_s"] > 0, "sps and wall time reported")
     for f in ("config.toml", "metrics.jsonl", "model.pt"):
         check(os.path.getsize(os.path.join(run_dir, f)) > 0, f"{f} written")
+    check(not glob.glob(os.path.join(run_dir, "*.tmp.*")), "no temporary files left in the run directory")
     rows = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
     check(len(rows) >= 1 and all("env_steps" in r and "sps" in r for r in rows), f"{len(rows)} metrics rows")
-    r = s["replay"]
+    steps = [r["env_steps"] for r in rows]
+    check(steps == sorted(steps), "env_steps never decrease between metrics rows")
+    r, lc = s["replay"], s["learner_counts"]
+    # Actors count what they sent; the replay counts what it stored and what it discarded at the stop.
+    check(r["actor_env_steps"] == r["env_steps"] + r["discarded_rollouts"] * E * T,
+          f"actors sent {r['actor_env_steps']} env steps = replay stored {r['env_steps']} + discarded "
+          f"{r['discarded_rollouts']} rollouts x {E * T}")
+    check(r["env_steps"] == r["rollouts"] * E * T, "stored env steps = rollouts x num_envs x rollout_len")
+    # Learners count the sequences they received (those drained at the stop too); the replay counts
+    # what it sampled for each learner.
+    check(lc["summed_over_learners"] and lc["received"] == r["sampled"] == sum(r["sampled_by_learner"]),
+          f"learners received {lc['received']} sequences = replay sampled {r['sampled']} "
+          f"(by learner {r['sampled_by_learner']})")
+    check(lc["trained"] + lc["too_old"] <= lc["received"], "trained + dropped <= received")
+    check(lc["updates"] == s["learner_updates"] * s["learners"] or s["learners"] == 1,
+          "every learner took the same number of updates")
     check(r["inserted"] == r["fill"] + r["removed"] and r["removed"] == r["evicted"] + r["consumed"],
           f"replay counts add up: inserted {r['inserted']} = stored {r['fill']} + removed {r['removed']} "
           f"(evicted {r['evicted']} + consumed {r['consumed']})")
-    check(r["sampled"] == sum(v for k, v in r.items() if k.startswith("sampled_by_learner_")),
-          "samples add up over learners")
-    check(r["env_steps"] == s["env_steps"], "summary env_steps = replay's inserted env steps")
+    check(r["inserted"] == r["rollouts"] * E + r["restored"], "inserted = rollouts x num_envs + restored")
+    if cfg["replay"]["selector"] == "fifo":  # queue mode: each sample consumes its item
+        check(r["consumed"] == r["sampled"] and r["evicted"] == 0, "queue: every sampled item consumed, none evicted")
+    check(lc["bootstraps"] == lc["truncations"],
+          f"every truncated step trained on was bootstrapped by the learner ({lc['bootstraps']} of {lc['truncations']})")
     return s
 
 
@@ -91,6 +121,8 @@ def case_gaussian_appo(args):
                              "env.num_envs=8"], 240)
     s = finished_run(p, d, 60000)
     check(s["episodes"] > 0 and s["mean_length"] == 200, "Pendulum episodes are truncated at 200 steps")
+    lc = s["learner_counts"]
+    check(lc["bootstraps"] > 0, f"truncated episodes bootstrapped from the learner's values ({lc['bootstraps']})")
 
 
 def case_rollout_many_envs(args):
@@ -98,8 +130,10 @@ def case_rollout_many_envs(args):
     p, dt, d = run(args, 5, ["env.id=\"Synthetic\"", "env.num_envs=32", "actor.rollout_len=16",
                              "replay.capacity=64", "learner.publish_interval=4", "run.total_env_steps=150000"], 240)
     s = finished_run(p, d, 150000)
-    check(s["replay"]["capacity"] == 64 and s["replay_fill"] <= 64, "replay never exceeds its capacity")
-    check(s["policy_lag_max"] >= 1, "policy lag accounted")
+    pub = s["params_published"]
+    check(pub["broadcasts"] >= 2 and pub["last_version"] >= s["learner_updates"] - 2 * 4,
+          f"the newest parameters went out: last broadcast v{pub['last_version']} after {s['learner_updates']} updates "
+          f"({pub['broadcasts']} broadcasts)")
 
 
 def case_prioritized_two_learners(args):
@@ -110,8 +144,7 @@ def case_prioritized_two_learners(args):
                              "replay.capacity=2048", "replay.samples_per_insert=2.0", "run.total_env_steps=300000"], 240)
     s = finished_run(p, d, 300000)
     r = s["replay"]
-    check(r["sampled_by_learner_0"] > 0 and r["sampled_by_learner_1"] > 0,
-          f"both learners sampled ({r['sampled_by_learner_0']}, {r['sampled_by_learner_1']})")
+    check(min(r["sampled_by_learner"]) > 0, f"both learners sampled ({r['sampled_by_learner']})")
     applied, stale = r["priority_updates"], r["stale_priority_updates"]
     check(applied > 0 and stale > 0, f"priority updates applied {applied}, stale dropped {stale}")
     check(applied + stale <= r["sampled"], "no more updates than sampled items")
@@ -134,6 +167,82 @@ def case_recurrent_appo(args):
     e = subprocess.run([args.mpirl, "eval", d, "--episodes", "3"], capture_output=True, text=True, timeout=120)
     print(e.stdout, e.stderr)
     check(e.returncode == 0 and "mean return" in e.stdout, "mpirl eval plays the saved recurrent policy")
+
+
+def case_policy_lag_drop(args):
+    # Parameters go out every 8 updates and items more than 2 updates old are dropped from the
+    # loss: some are dropped, the rest trained on, and the learners say how many.
+    p, dt, d = run(args, 4, ["learner.publish_interval=8", "learner.max_policy_lag=2", "run.total_env_steps=100000"],
+                   240)
+    s = finished_run(p, d, 100000)
+    lc = s["learner_counts"]
+    check(lc["too_old"] > 0 and lc["trained"] > 0, f"dropped {lc['too_old']} too-old sequences, trained on {lc['trained']}")
+    rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+    check(all(r["policy_lag_mean"] >= 0 for r in rows), "policy lag never negative")
+
+
+def case_wall_limit_starved(args):
+    # Slow envs (0.2 s per step, sleeping): the learner gets no batch before the wall limit, and
+    # must stop at the limit while waiting rather than after its first update.
+    p, dt, d = run(args, 4, ["env.id=\"Synthetic\"", "env.step_cost_us=200000", "env.cost_mode=\"sleep\"",
+                             "env.num_envs=2", "run.max_wall_seconds=3", "run.log_interval_s=1"], 120)
+    check(p.returncode == 0, f"exit code 0 (got {p.returncode})")
+    s = summary(d)
+    check(s["stop_reason"] == "max_wall_seconds", f"stopped for the wall limit ({s['stop_reason']})")
+    check(s["wall_time_s"] < 4.5, f"learner stopped {s['wall_time_s']:.2f} s after its start (limit 3 s)")
+    check(dt < 20, f"whole job gone in {dt:.1f} s")
+
+
+def case_dump_failure_keeps_model(args):
+    # The dump directory turns into a file mid-run: periodic dumps and the final one fail, are
+    # reported, and the model and summary are written all the same; the job exits 3.
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    dump_dir = os.path.join(out_dir, "dumps")
+    os.makedirs(dump_dir)
+    sets = ["run.total_env_steps=400000", "replay.dump_interval_s=0.3", f"replay.dump_path={json.dumps(dump_dir + '/r.h5')}"]
+    cmd = command(args, 4, sets, out_dir)
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    d = os.path.join(out_dir, "run")
+    while not os.path.exists(os.path.join(dump_dir, "r.h5")) and time.time() - t0 < 60:
+        time.sleep(0.05)
+    shutil.rmtree(dump_dir)
+    open(dump_dir, "w").write("not a directory\n")
+    out, _ = proc.communicate(timeout=240)
+    sys.stdout.write(out[-4000:])
+    s = finished_run(proc, d, 400000, exit_code=3)
+    dump = s["replay_dump"]
+    check(dump["failures"] >= 1 and "r.h5" in dump["last_error"], f"dump failures reported: {dump['failures']}, "
+          f"{dump['last_error'][:160]!r}")
+    check(dump["items"] > 0, "the dump that completed before is reported")
+    check("replay dump (interval) failed" in out, "the failed periodic dump was logged and the run went on")
+
+
+def case_abort_on_rank_error(args):
+    # A rank that throws mid-run (learner 0, the replay, an actor) ends the whole job non-zero
+    # within 10 s, naming the rank, with no rank left running.
+    for rank in (0, 1, 3):
+        name = f"t-{uuid.uuid4().hex[:8]}"
+        out_dir = os.path.join(args.workdir, name)
+        cmd = command(args, 4, ["run.total_env_steps=100000000"], out_dir)
+        env = dict(ENV, MPIRL_TEST_FAULT=f"{rank}:2")
+        t0 = time.time()
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        dt = time.time() - t0
+        sys.stdout.write(p.stderr[-1500:])
+        check(p.returncode != 0, f"rank {rank}: job exit code {p.returncode} != 0")
+        check(f"fatal error on rank {rank}" in p.stderr and "injected fault" in p.stderr,
+              f"rank {rank}: the error names the rank and the reason")
+        check(dt < 2 + 10, f"rank {rank}: job gone {dt - 2:.1f} s after the fault (< 10 s)")
+        left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+        check(not left, f"rank {rank}: no rank left running ({left})")
+
+
+def case_bad_dump_path(args):
+    blocker = os.path.join(args.workdir, f"file-{uuid.uuid4().hex[:8]}")
+    open(blocker, "w").write("x")
+    bad(args, [f"replay.dump_path={json.dumps(blocker + '/replay.h5')}"], "replay.dump_path")
 
 
 def bad(args, sets, key, n=4):

@@ -24,17 +24,27 @@ T = 16
 RUN = ["env.id=\"RepeatPreviousEasy\"", "model.core=\"lru\"", "model.core_state=8", f"actor.rollout_len={T}",
        "replay.selector=\"prioritized\"", "replay.max_times_sampled=0", "replay.capacity=1000",
        "replay.samples_per_insert=2.0"]
-FIELDS = ["obs", "is_init", "action", "reward", "terminated", "truncated", "logp", "dist", "trunc_value", "version",
-          "actor", "env_index", "state0", "priority", "times_sampled", "insert_seq"]
+# RepeatPreviousEasy has a 51-step time limit, so a T = 16 sequence has K = min(T, ceil(T / 51)) = 1
+# boot slot (comm/seq_layout.h); the lru core with core_state 8 has a 16-float state (S).
+K = 1
+S = 16
+FIELDS = ["obs", "is_init", "action", "reward", "terminated", "truncated", "logp", "dist", "boot_obs", "boot_state",
+          "boot_step", "version", "actor", "env_index", "state0", "priority", "times_sampled", "insert_seq"]
 
 
 def expected_schema(n):
     return {"obs": ((n, T + 1, 4), np.float32), "is_init": ((n, T + 1), np.uint8), "action": ((n, T), np.int64),
             "reward": ((n, T), np.float32), "terminated": ((n, T), np.uint8), "truncated": ((n, T), np.uint8),
-            "logp": ((n, T), np.float32), "dist": ((n, T, 4), np.float32), "trunc_value": ((n, T), np.float32),
+            "logp": ((n, T), np.float32), "dist": ((n, T, 4), np.float32),
+            "boot_obs": ((n, K, 4), np.float32), "boot_state": ((n, K, S), np.float32), "boot_step": ((n, K), np.int32),
             "version": ((n,), np.int64), "actor": ((n,), np.int32), "env_index": ((n,), np.int32),
-            "state0": ((n, 16), np.float32), "priority": ((n,), np.float64), "times_sampled": ((n,), np.int64),
+            "state0": ((n, S), np.float32), "priority": ((n,), np.float64), "times_sampled": ((n,), np.int64),
             "insert_seq": ((n,), np.int64)}
+
+
+def a_fields(f):
+    v = f.attrs["fields"]
+    return (v.decode() if isinstance(v, bytes) else str(v)).split(",")
 
 
 def crc_of(path):
@@ -68,9 +78,11 @@ def case_schema(args):
             ds = f["items"][name]
             check(ds.shape == shape and ds.dtype == dtype, f"/items/{name} {ds.shape} {ds.dtype}")
             check(ds.chunks is not None, f"/items/{name} is chunked {ds.chunks}")
+        check(sorted(f["items"].keys()) == sorted(FIELDS), f"exactly the datasets {FIELDS}: {sorted(f['items'].keys())}")
+        check(a_fields(f) == FIELDS, "the fields attribute lists the datasets in checksum order")
         a = f.attrs
-        check(int(a["schema_version"]) == 1 and int(a["complete"]) == 1, "schema_version 1, complete")
-        check(a["env_id"] == "RepeatPreviousEasy" and int(a["rollout_len"]) == T and int(a["state_size"]) == 16,
+        check(int(a["schema_version"]) == 2 and int(a["complete"]) == 1, "schema_version 2, complete")
+        check(a["env_id"] == "RepeatPreviousEasy" and int(a["rollout_len"]) == T and int(a["state_size"]) == S,
               "env, rollout_len and state size attributes")
         check("[replay]" in a["config"] and "prioritized" in a["config"], "resolved config stored")
         items = f["items"]
@@ -81,6 +93,8 @@ def case_schema(args):
         oh = items["obs"][...]
         check(np.allclose(oh.sum(-1), 1.0), "observations are one-hot suits")
         check(set(np.unique(items["action"][...])) <= {0, 1, 2, 3}, "actions in range")
+        bs = items["boot_step"][...]
+        check(np.all((bs == -1) | ((bs >= 0) & (bs < T))), "boot steps are -1 (unused) or a step of the sequence")
         check(int(a["inserted"]) == s["replay"]["inserted"] and int(a["sampled"]) == s["replay"]["sampled"],
               "counters in the file match the run's")
     crc = crc_of(path)
@@ -110,6 +124,17 @@ def case_restore(args):
     s2 = finished_run(p, d2, 20000)
     check(s2["replay"]["restored"] == s["replay_dump"]["items"], f"restored {s2['replay']['restored']} items")
     check(s2["replay"]["inserted"] >= s2["replay"]["restored"], "restored items count as inserted")
+    check(s2["learner_counts"]["restored_sampled"] > 0,
+          f"the learners trained on restored items ({s2['learner_counts']['restored_sampled']} sampled)")
+    # Queue mode from the same dump: the restored items are the oldest, so each is sampled exactly
+    # once, as the learners count them (by insertion number), before the run ends.
+    p, dt, d3 = run(args, 4, RUN + ["run.total_env_steps=20000", f"replay.restore={json.dumps(path)}",
+                                    "replay.selector=\"fifo\"", "replay.max_times_sampled=1",
+                                    "replay.samples_per_insert=0.0"], 240)
+    s3 = finished_run(p, d3, 20000)
+    lc, r3 = s3["learner_counts"], s3["replay"]
+    check(lc["restored_sampled"] == r3["restored"] > 0,
+          f"queue: every restored item sampled once ({lc['restored_sampled']} of {r3['restored']})")
 
 
 def bad_restore(args, path, what):

@@ -1,11 +1,19 @@
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include <cmath>
 #include <fstream>
 
-#include "runtime/config.h"
-#include "runtime/error.h"
-#include "runtime/roles.h"
+#include "core/config.h"
+#include "core/run_dir.h"
+#include "core/error.h"
+#include "comm/ranks.h"
 
 using namespace mpirl;
 
@@ -102,4 +110,32 @@ TEST(Config, WorldSizeTooSmallNamesTheRankCount) {
   EXPECT_EQ(l.role_of(0), Role::Learner);
   EXPECT_EQ(l.role_of(2), Role::Replay);
   EXPECT_EQ(l.role_of(5), Role::Actor);
+}
+
+TEST(RunFiles, AtomicWritesReplaceWholeFilesAndNameTheFailure) {
+  // POSIX calls only: LibTorch exports its own std::filesystem::remove_all/directory_iterator.
+  const std::string dir = "/tmp/mpirl-atomic-" + std::to_string(::getpid());
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  const std::string path = dir + "/summary.json";
+  mpirl::write_file_atomic(path, "first\n");
+  mpirl::write_file_atomic(path, "second, longer\n");
+  std::stringstream ss;
+  ss << std::ifstream(path).rdbuf();
+  EXPECT_EQ(ss.str(), "second, longer\n");
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"summary.json"});  // no temporary left behind
+  // A parent that is a regular file: the error names the path, nothing is created.
+  const std::string blocked = path + "/model.pt";
+  try {
+    mpirl::write_file_atomic(blocked, "x");
+    FAIL() << "expected an error";
+  } catch (const mpirl::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.pt"), std::string::npos) << e.what();
+  }
+  (void)std::system(("rm -rf '" + dir + "'").c_str());
 }

@@ -2,6 +2,7 @@
 // always-wrong and chance policies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 
@@ -105,7 +106,7 @@ TEST(PopGym, CountRecallRewardsTheCountOfThePreviousQuery) {
     auto env = make_env(ids[i], 4, {});
     const int D = distinct[i];
     EXPECT_EQ(env->spec().obs_size(), 2 * D);
-    EXPECT_EQ(env->spec().num_actions, 52 * decks[i] / D);
+    EXPECT_EQ(env->spec().num_actions, 52 * decks[i] / D + 1);  // counts 0 .. cards / D
     std::vector<int> counts(static_cast<size_t>(D));
     auto oracle = [&](const float* o, int t) {
       if (t == 0) std::fill(counts.begin(), counts.end(), 0);
@@ -118,6 +119,59 @@ TEST(PopGym, CountRecallRewardsTheCountOfThePreviousQuery) {
     EXPECT_NEAR(e.ret, 1.0, 1e-3);
     // Always answering one more than the truth is always wrong.
     EXPECT_NEAR(play(*env, [&](const float* o, int t) { return oracle(o, t) + 1; }).ret, -1.0, 1e-3);
+  }
+}
+
+// Regression: the answer is a count in 0 .. max_count (max_count = cards / values), so the action
+// space needs max_count + 1 entries. A player that counts from the observations alone (not the
+// env's counters) answers the truth every step; every answer must be a valid action and be paid.
+// The test also checks that max_count itself was asked for: at the last step all cards but one are
+// dealt, so every value but the last card's is complete, and a query for one of those asks for
+// max_count (and it can be asked earlier, once a value is complete).
+TEST(PopGym, CountRecallActionsCoverTheMaximalCount) {
+  const int decks[] = {1, 2, 4}, distinct[] = {2, 4, 13};
+  const char* ids[] = {"CountRecallEasy", "CountRecallMedium", "CountRecallHard"};
+  for (int i = 0; i < 3; ++i) {
+    const int D = distinct[i], cards = 52 * decks[i], max_count = cards / D;
+    auto env = make_env(ids[i], 21, {});
+    const auto& spec = env->spec();
+    ASSERT_EQ(spec.obs_size(), 2 * D);
+    std::vector<float> obs(size_t(2 * D));
+    int highest = -1;
+    for (int ep = 0; ep < 6; ++ep) {
+      env->reset(obs.data());
+      std::vector<int> counts(size_t(D), 0);
+      int steps = 0, invalid = 0, unpaid = 0, first_bad = -1;
+      for (;;) {
+        // Each half of the observation is one-hot: the card just dealt, then the query.
+        for (int h = 0; h < 2; ++h) {
+          const float* o = obs.data() + h * D;
+          ASSERT_EQ(std::count(o, o + D, 1.f), 1) << ids[i];
+          ASSERT_EQ(std::count(o, o + D, 0.f), D - 1) << ids[i];
+        }
+        ++counts[size_t(argmax(obs.data(), D))];
+        const int answer = counts[size_t(argmax(obs.data() + D, D))];
+        ASSERT_LE(answer, max_count) << ids[i];
+        highest = std::max(highest, answer);
+        auto r = env->step({answer, nullptr}, obs.data());
+        const bool bad_action = answer < 0 || answer >= spec.num_actions, bad_reward = !(r.reward > 0.f);
+        invalid += bad_action;
+        unpaid += bad_reward;
+        if ((bad_action || bad_reward) && first_bad < 0) first_bad = steps;
+        ++steps;
+        if (r.terminated || r.truncated) break;
+        ASSERT_LT(steps, cards) << ids[i];
+      }
+      EXPECT_EQ(invalid, 0) << ids[i] << ": answers outside the " << spec.num_actions
+                            << " actions, first at step " << first_bad;
+      EXPECT_EQ(unpaid, 0) << ids[i] << ": true answers not rewarded, first at step " << first_bad;
+      EXPECT_EQ(steps, cards - 1) << ids[i];
+      // The last observation shows the last card: then the whole deck has been dealt.
+      ++counts[size_t(argmax(obs.data(), D))];
+      for (int c : counts) EXPECT_EQ(c, max_count) << ids[i];
+    }
+    // The maximal count was actually asked for, so the bound above was exercised.
+    EXPECT_EQ(highest, max_count) << ids[i];
   }
 }
 

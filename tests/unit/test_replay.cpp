@@ -1,11 +1,20 @@
-// Replay internals: sum tree, selectors, rate limiter, generations, capacity and removal, and an
-// HDF5 dump/restore round trip with the bad-file errors.
+// Replay internals: sum tree, selectors, rate limiter, generations, capacity and removal, the
+// production chunk layout (rollouts received in place, restore, removal, eviction), HDF5
+// dump/restore round trips in bounded blocks with the bad-file and failed-dump cases, and the
+// replay config refusals.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
 
 #include "buffer/hdf5_dump.h"
 #include "buffer/replay.h"
@@ -13,9 +22,11 @@
 #include "buffer/replay_buffer.h"
 #include "buffer/selectors.h"
 #include "buffer/sum_tree.h"
+#include "comm/seq_layout.h"
+#include "comm/wire.h"
 #include "envs/registry.h"
-#include "runtime/config.h"
-#include "runtime/error.h"
+#include "core/config.h"
+#include "core/error.h"
 
 using namespace mpirl;
 using namespace mpirl::buffer;
@@ -108,7 +119,9 @@ TEST(Selectors, FifoUniform) {
   }
   EXPECT_EQ(c[4], 0);
   for (int i = 0; i < 10; ++i)
-    if (i != 4) EXPECT_NEAR(c[size_t(i)], 10000, 500);
+    if (i != 4) {
+      EXPECT_NEAR(c[size_t(i)], 10000, 500);
+    }
   EXPECT_THROW(u.remove(4), std::exception);
 }
 
@@ -228,6 +241,262 @@ TEST(ReplayBuffer, MaxTimesSampledRemovesAndWeightsAreNormalised) {
   EXPECT_EQ(rb.counters().consumed, 4);
 }
 
+// ---- Production chunk layout (chunk_rows = env.num_envs > 1), restore, removal, dumps ----
+
+namespace {
+
+// A layout like a run's: CartPole (time limit, so boot_obs/boot_state/boot_step are present) with
+// a recurrent state (state0). Kept alive for the buffers that refer to it.
+const SeqLayout& prod_layout() {
+  static const SeqLayout l(spec(), 5, 6);
+  return l;
+}
+
+// Item tags: every byte of every field is tag & 0xff, except `version`, which holds the tag.
+void put_item(const SeqLayout& l, char* p, int64_t n, int64_t i, int64_t tag) {
+  for (size_t f = 0; f < l.fields().size(); ++f)
+    std::memset(p + l.field_offset(f, n) + size_t(i) * l.fields()[f].bytes, int(tag & 0xff), l.fields()[f].bytes);
+  l.ptr<int64_t>(p, Seq::Version, n)[i] = tag;
+}
+std::vector<char> tagged(const SeqLayout& l, int64_t n, int64_t first_tag) {
+  std::vector<char> p(l.field_offset(l.fields().size(), n));
+  for (int64_t i = 0; i < n; ++i) put_item(l, p.data(), n, i, first_tag + i);
+  return p;
+}
+// The tag of item i, or -1 when any byte of the item disagrees with it (a torn or overwritten item).
+int64_t item_tag(const SeqLayout& l, const char* p, int64_t n, int64_t i) {
+  const int64_t tag = l.ptr<int64_t>(p, Seq::Version, n)[i];
+  for (size_t f = 0; f < l.fields().size(); ++f) {
+    if (l.fields()[f].id == Seq::Version) continue;
+    const auto* b = reinterpret_cast<const unsigned char*>(p + l.field_offset(f, n) + size_t(i) * l.fields()[f].bytes);
+    for (size_t k = 0; k < l.fields()[f].bytes; ++k)
+      if (b[k] != (tag & 0xff)) return -1;
+  }
+  return tag;
+}
+std::vector<char> batch_buffer(const SeqLayout& l, int64_t B) { return std::vector<char>(l.field_offset(l.fields().size(), B)); }
+
+// A rollout received in place: the payload written into a reserved chunk after a header region.
+constexpr size_t kPayloadAt = 2 * wire::kAlign;
+ReplayOptions chunked_options(int64_t rows, int64_t capacity, const std::string& selector, int64_t max_times) {
+  ReplayOptions o;
+  o.capacity = capacity;
+  o.chunk_rows = rows;
+  o.chunk_bytes = kPayloadAt + prod_layout().field_offset(prod_layout().fields().size(), rows);
+  o.selector = selector;
+  o.max_times_sampled = max_times;
+  o.min_size_to_sample = 1;
+  return o;
+}
+// Commits tags [first, first + R) as one rollout; returns the chunk they went into.
+int64_t commit_rollout(ReplayBuffer& rb, int64_t first) {
+  const auto& l = rb.layout();
+  const int64_t R = rb.chunk_rows();
+  char* dst = rb.reserve_chunk();
+  auto p = tagged(l, R, first);
+  std::memcpy(dst + kPayloadAt, p.data(), p.size());
+  rb.commit_chunk(kPayloadAt, R);
+  return rb.slots_in_order().back() / R;
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {  // POSIX: see DumpTest::TearDown
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
+    ::closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+// Defect: the chunk insert_restored was filling was never freed, even once all its items were
+// consumed: a queue restored from a dump lost a chunk for good.
+TEST(ReplayBuffer, RestoredPartFilledChunkIsFreedOnceConsumed) {
+  const auto& l = prod_layout();
+  ReplayBuffer rb(l, chunked_options(4, 12, "fifo", 1));  // queue mode, 3 chunks of 4
+  ASSERT_TRUE(rb.options().queue());
+  auto p = tagged(l, 6, 100);
+  for (int64_t i = 0; i < 6; ++i) {
+    ItemMeta m;
+    m.insert_seq = i;
+    m.priority = 1;
+    rb.insert_restored(p.data(), 6, i, m);  // a full chunk and one with 2 of its 4 rows
+  }
+  auto out = batch_buffer(l, 2);
+  for (int64_t k = 0; k < 3; ++k) {
+    ASSERT_TRUE(rb.can_sample(2));
+    rb.sample(2, out.data());
+    EXPECT_EQ(item_tag(l, out.data(), 2, 0), 100 + 2 * k);
+    EXPECT_EQ(item_tag(l, out.data(), 2, 1), 101 + 2 * k);
+  }
+  EXPECT_EQ(rb.size(), 0);
+  // All three chunks are free again: ingest fills the whole queue, and keeps going once drained.
+  int64_t tag = 200;
+  for (int round = 0; round < 3; ++round) {
+    for (int c = 0; c < 3; ++c) {
+      ASSERT_TRUE(rb.can_insert_chunk()) << "round " << round << " chunk " << c;
+      commit_rollout(rb, tag);
+      tag += 4;
+    }
+    EXPECT_FALSE(rb.can_insert_chunk());
+    EXPECT_EQ(rb.size(), 12);
+    for (int k = 0; k < 6; ++k) {
+      ASSERT_TRUE(rb.can_sample(2));
+      rb.sample(2, out.data());
+      EXPECT_EQ(item_tag(l, out.data(), 2, 0), tag - 12 + 2 * k);
+    }
+  }
+  EXPECT_EQ(rb.counters().consumed, 6 + 36);
+  EXPECT_EQ(rb.counters().evicted, 0);
+}
+
+// Defect: a one-chunk buffer whose only chunk was part-filled by insert_restored and then
+// consumed had no free chunk: take_chunk read the oldest item of an empty buffer.
+TEST(ReplayBuffer, OneChunkBufferReusesItsRestoredChunk) {
+  const auto& l = prod_layout();
+  for (std::string sel : {"fifo", "uniform", "prioritized"}) {
+    SCOPED_TRACE(sel);
+    ReplayBuffer rb(l, chunked_options(4, 4, sel, 1));
+    auto p = tagged(l, 3, 10);
+    for (int64_t i = 0; i < 3; ++i) {
+      ItemMeta m;
+      m.insert_seq = i;
+      m.priority = 1;
+      rb.insert_restored(p.data(), 3, i, m);
+    }
+    auto out = batch_buffer(l, 1);
+    for (int k = 0; k < 3; ++k) rb.sample(1, out.data());
+    ASSERT_EQ(rb.size(), 0);
+    ASSERT_TRUE(rb.can_insert_chunk());
+    EXPECT_EQ(commit_rollout(rb, 20), 0);
+    EXPECT_EQ(rb.size(), 4);
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_TRUE(rb.can_sample(1));
+      rb.sample(1, out.data());
+      EXPECT_GE(item_tag(l, out.data(), 1, 0), 20);
+    }
+    EXPECT_TRUE(rb.can_insert_chunk());
+    EXPECT_EQ(rb.counters().inserted, 7);
+    EXPECT_EQ(rb.counters().consumed, 7);
+  }
+}
+
+// Defect: with removal (max_times_sampled > 0) a batch may remove items as it goes, so a batch
+// larger than the buffer ran the selector dry (min_size_to_sample < batch size passed validation).
+TEST(ReplayBuffer, RemovalWaitsForAWholeBatch) {
+  const auto& l = prod_layout();
+  for (std::string sel : {"uniform", "prioritized"}) {
+    for (int64_t rows : {1, 4}) {
+      SCOPED_TRACE(sel + " chunk_rows " + std::to_string(rows));
+      ReplayOptions o;
+      o.capacity = 32;
+      o.chunk_rows = rows;
+      o.selector = sel;
+      o.max_times_sampled = 1;
+      o.min_size_to_sample = 1;
+      ReplayBuffer rb(l, o);
+      auto p = tagged(l, 20, 0);
+      auto out = batch_buffer(l, 8);
+      for (int64_t i = 0; i < 20; ++i) {
+        EXPECT_EQ(rb.can_sample(8), rb.size() >= 8) << "size " << rb.size();
+        rb.insert(p.data(), 20, i);
+        if (rb.can_sample(8)) {
+          EXPECT_NO_THROW(rb.sample(8, out.data()));
+          for (int k = 0; k < 8; ++k) EXPECT_GE(item_tag(l, out.data(), 8, k), 0);
+        }
+      }
+      EXPECT_EQ(rb.counters().sampled, 16);  // two whole batches, each at size >= 8
+      EXPECT_EQ(rb.size(), 4);
+      EXPECT_FALSE(rb.can_sample(8));
+      EXPECT_TRUE(rb.can_sample(4));
+      EXPECT_NO_THROW(rb.sample(4, out.data()));
+      EXPECT_EQ(rb.size(), 0);
+    }
+  }
+}
+
+// Rollouts of 4 received in place, uniform sampling with removal after 3 samples, and eviction
+// of the oldest chunk when none is free. The test keeps its own model of which item lives in
+// which chunk and checks every step against it: items go after exactly 3 samples, a chunk comes
+// back only when all its rows are gone, and inserted = stored + evicted + consumed with every
+// term counted by the test.
+TEST(ReplayBuffer, ChunkedIngestWithRemovalAndEvictionMatchesAModel) {
+  const auto& l = prod_layout();
+  const int64_t R = 4, n_chunks = 5, K = 3, B = 6;
+  ReplayOptions o = chunked_options(R, R * n_chunks, "uniform", K);
+  o.seed = 9;
+  ReplayBuffer rb(l, o);
+  struct Item {
+    int64_t chunk, slot, times = 0;
+  };
+  std::map<int64_t, Item> alive;  // tag -> where it is, oldest tag first
+  std::vector<int64_t> chunk_live(n_chunks, 0);
+  int64_t inserted = 0, consumed = 0, evicted = 0, draws = 0, next_tag = 1000;
+  std::mt19937_64 rng(5);
+  auto out = batch_buffer(l, B);
+  for (int step = 0; step < 400; ++step) {
+    const bool insert = rng() % 100 < 45;
+    if (insert) {
+      ASSERT_TRUE(rb.can_insert_chunk());  // not a queue: a full buffer evicts
+      int64_t free_chunks = 0;
+      for (auto c : chunk_live) free_chunks += c == 0;
+      int64_t victim = -1;
+      if (free_chunks == 0) victim = alive.begin()->second.chunk;  // the oldest item's chunk
+      const int64_t c = commit_rollout(rb, next_tag);
+      if (victim >= 0) {
+        EXPECT_EQ(c, victim) << "step " << step;
+        for (auto it = alive.begin(); it != alive.end();)
+          if (it->second.chunk == victim) {
+            ++evicted;
+            it = alive.erase(it);
+          } else {
+            ++it;
+          }
+        chunk_live[size_t(victim)] = 0;
+      }
+      EXPECT_EQ(chunk_live[size_t(c)], 0) << "step " << step << ": chunk " << c << " reused with live rows";
+      auto slots = rb.slots_in_order();
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t s = slots[slots.size() - size_t(R) + size_t(r)];
+        EXPECT_EQ(s, c * R + r);
+        alive[next_tag + r] = Item{c, s};
+      }
+      chunk_live[size_t(c)] = R;
+      inserted += R;
+      next_tag += R;
+    } else {
+      const int64_t stored = int64_t(alive.size());
+      EXPECT_EQ(rb.can_sample(B), stored >= B) << "step " << step;
+      if (stored < B) continue;
+      auto s = rb.sample(B, out.data());
+      for (int64_t k = 0; k < B; ++k) {
+        const int64_t tag = item_tag(l, out.data(), B, k);
+        ASSERT_TRUE(alive.count(tag)) << "step " << step << ": sampled tag " << tag << " is not stored";
+        auto& it = alive[tag];
+        EXPECT_EQ(s.slots[size_t(k)], it.slot);
+        ++draws;
+        if (++it.times == K) {
+          ++consumed;
+          --chunk_live[size_t(it.chunk)];
+          alive.erase(tag);
+        }
+      }
+    }
+    ASSERT_EQ(rb.size(), int64_t(alive.size())) << "step " << step;
+    ASSERT_EQ(inserted, int64_t(alive.size()) + evicted + consumed);
+    ASSERT_EQ(rb.counters().inserted, inserted);
+    ASSERT_EQ(rb.counters().consumed, consumed);
+    ASSERT_EQ(rb.counters().evicted, evicted);
+    ASSERT_EQ(rb.counters().sampled, draws);
+    for (auto& [tag, it] : alive) ASSERT_EQ(rb.meta(it.slot).times_sampled, it.times) << tag;
+  }
+  EXPECT_GT(consumed, 0);
+  EXPECT_GT(evicted, 0);
+}
+
 class DumpTest : public ::testing::Test {
  protected:
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mpirl-dump-" + std::to_string(::getpid()));
@@ -306,6 +575,267 @@ TEST_F(DumpTest, BadFilesGiveErrorsNamingTheFile) {
   expect_error(cut, "truncated or corrupt");
 }
 
+// A restored queue must never leave both sides waiting: with 5 items restored into 2 chunks of
+// 4, filling the first chunk and 1 row of the second left 2 items after a batch of 3 and no
+// free chunk. Restores now fill whole chunks but the oldest (a part-consumed oldest chunk is what
+// the queue capacity rule allows for).
+TEST_F(DumpTest, RestoredQueueNeverBlocksBothInsertsAndSamples) {
+  const auto& l = prod_layout();
+  ReplayOptions src;
+  src.capacity = 8;
+  ReplayBuffer a(l, src);
+  auto p = tagged(l, 5, 50);
+  for (int64_t i = 0; i < 5; ++i) a.insert(p.data(), 5, i);
+  auto f = (dir / "q.h5").string();
+  dump_replay(a, f, "CartPole-v1", "");
+  ReplayOptions o = chunked_options(4, 8, "fifo", 1);
+  o.min_size_to_sample = 3;
+  ReplayBuffer b(l, o);
+  restore_replay(b, f, "CartPole-v1");
+  ASSERT_EQ(b.size(), 5);
+  auto out = batch_buffer(l, 3);
+  std::vector<int64_t> seen;
+  int64_t tag = 60;
+  for (int step = 0; step < 40; ++step) {
+    const bool can_sample = b.can_sample(3), can_insert = b.can_insert_chunk();
+    ASSERT_TRUE(can_sample || can_insert) << "step " << step << ": size " << b.size() << ", inserts and samples both wait";
+    if (can_insert && (step % 2 == 0 || !can_sample)) {
+      commit_rollout(b, tag);
+      tag += 4;
+    } else {
+      b.sample(3, out.data());
+      for (int k = 0; k < 3; ++k) seen.push_back(item_tag(l, out.data(), 3, k));
+    }
+  }
+  // Queue order: the restored items first, then the rollouts, each exactly once.
+  for (size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], k < 5 ? 50 + int64_t(k) : 60 + int64_t(k) - 5);
+}
+
+// Dump and restore in blocks smaller than a dataset (io_bytes of a few items), with rollouts of
+// 4 items received in place, evictions, removal after 2 samples: the restored buffer holds the
+// same items, bookkeeping and checksum, whatever the block size; a restored buffer samples each
+// item only the remaining number of times and then ingests again into whole chunks.
+TEST_F(DumpTest, RoundTripInBoundedBlocksWithChunkRows) {
+  const auto& l = prod_layout();
+  ReplayOptions o = chunked_options(4, 16, "uniform", 2);
+  o.seed = 3;
+  ReplayBuffer a(l, o);
+  auto out = batch_buffer(l, 3);
+  int64_t tag = 1;
+  for (int r = 0; r < 6; ++r) {  // 24 items into 16 slots: the oldest chunks are evicted
+    commit_rollout(a, tag);
+    tag += 4;
+    if (r % 2 == 1) a.sample(3, out.data());
+  }
+  while (a.size() % 4 != 3) a.sample(1, out.data());  // a part-consumed chunk, whatever the draws
+  const int64_t n = a.size();
+  ASSERT_GT(a.counters().evicted, 0);
+  std::map<int64_t, int64_t> times_left;  // tag -> samples left before removal
+  for (auto s : a.slots_in_order()) {
+    int64_t t;
+    std::memcpy(&t, a.item_field(s, l.position(Seq::Version)), 8);
+    times_left[t] = 2 - a.meta(s).times_sampled;
+  }
+  const size_t small = 3 * l.bytes_per_sequence() / 2;  // 1 item of the big fields, many of the small ones
+  DumpOptions io;
+  io.io_bytes = small;
+  auto f1 = (dir / "a.h5").string(), f2 = (dir / "b.h5").string(), f3 = (dir / "c.h5").string();
+  auto i1 = dump_replay(a, f1, "CartPole-v1", "", io);
+  auto i3 = dump_replay(a, f3, "CartPole-v1", "");  // one block per dataset
+  EXPECT_EQ(i1.items, n);
+  EXPECT_EQ(i1.checksum, i3.checksum);  // the checksum does not depend on the block size
+  uint32_t whole = 0;
+  read_dump_items(f1, &whole);
+  EXPECT_EQ(whole, i1.checksum);
+
+  ReplayOptions ob = chunked_options(4, 16, "uniform", 2);
+  ReplayBuffer b(l, ob);
+  auto h = restore_replay(b, f1, "CartPole-v1", io);
+  EXPECT_EQ(h.items, n);
+  ASSERT_EQ(b.size(), n);
+  auto i2 = dump_replay(b, f2, "CartPole-v1", "", io);
+  EXPECT_EQ(i2.checksum, i1.checksum);
+  uint32_t c1, c2;
+  auto d1 = read_dump_items(f1, &c1), d2 = read_dump_items(f2, &c2);
+  ASSERT_EQ(d1.size(), d2.size());
+  for (size_t k = 0; k < d1.size(); ++k) {
+    EXPECT_EQ(d1[k].name, d2[k].name);
+    EXPECT_EQ(d1[k].shape, d2[k].shape);
+    EXPECT_EQ(d1[k].data, d2[k].data) << d1[k].name;
+  }
+  // Only the oldest restored chunk is part-filled: the others hold 4 items each.
+  std::map<int64_t, int64_t> per_chunk;
+  for (auto s : b.slots_in_order()) ++per_chunk[s / 4];
+  ASSERT_EQ(int64_t(per_chunk.size()), (n + 3) / 4);
+  EXPECT_EQ(per_chunk[b.slots_in_order().front() / 4], n % 4);
+  for (auto& [c, k] : per_chunk) {
+    if (c != b.slots_in_order().front() / 4) {
+      EXPECT_EQ(k, 4) << "chunk " << c;
+    }
+  }
+
+  // Drain: every item goes after its remaining samples; the sums are the test's own.
+  int64_t expected_draws = 0;
+  for (auto& [t, left] : times_left) expected_draws += left;
+  auto one = batch_buffer(l, 1);
+  int64_t draws = 0;
+  while (b.size() > 0) {
+    ASSERT_TRUE(b.can_sample(1));
+    b.sample(1, one.data());
+    const int64_t t = item_tag(l, one.data(), 1, 0);
+    ASSERT_TRUE(times_left.count(t)) << t;
+    ASSERT_GT(times_left[t], 0) << "tag " << t << " sampled after its last sample";
+    --times_left[t];
+    ++draws;
+    ASSERT_LE(draws, expected_draws);
+  }
+  EXPECT_EQ(draws, expected_draws);
+  // Every chunk is free: 4 rollouts fit without evicting anything.
+  for (int r = 0; r < 4; ++r) commit_rollout(b, 1000 + 4 * r);
+  EXPECT_EQ(b.size(), 16);
+  EXPECT_EQ(b.counters().evicted, 0);
+  EXPECT_EQ(b.counters().inserted, n + 16);
+  EXPECT_EQ(b.counters().consumed, n);
+}
+
+// A checksum mismatch is found before anything is inserted.
+TEST_F(DumpTest, CorruptDumpRestoresNothing) {
+  const auto& l = prod_layout();
+  ReplayBuffer a(l, chunked_options(4, 16, "uniform", 0));
+  for (int r = 0; r < 3; ++r) commit_rollout(a, 1 + 4 * r);
+  auto f = (dir / "a.h5").string();
+  dump_replay(a, f, "CartPole-v1", "");
+  {  // flip one reward of the last item: the last dataset block read in the first pass
+    hid_t fid = H5Fopen(f.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(fid, 0);
+    hid_t ds = H5Dopen2(fid, "items/reward", H5P_DEFAULT);
+    ASSERT_GE(ds, 0);
+    std::vector<float> r(size_t(12 * l.T()));
+    ASSERT_GE(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data()), 0);
+    r.back() += 1.f;
+    ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data()), 0);
+    H5Dclose(ds);
+    H5Fclose(fid);
+  }
+  ReplayBuffer b(l, chunked_options(4, 16, "uniform", 0));
+  DumpOptions io;
+  io.io_bytes = 1;  // one item per block
+  try {
+    restore_replay(b, f, "CartPole-v1", io);
+    ADD_FAILURE() << "corrupt dump restored";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(b.size(), 0);
+  EXPECT_EQ(b.counters().inserted, 0);
+  EXPECT_TRUE(b.can_insert_chunk());
+  // Bookkeeping no buffer can hold (insertion numbers out of order) under a matching checksum:
+  // refused before anything is inserted, too.
+  auto g = (dir / "g.h5").string();
+  dump_replay(a, g, "CartPole-v1", "");
+  {
+    hid_t fid = H5Fopen(g.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(fid, 0);
+    hid_t ds = H5Dopen2(fid, "items/insert_seq", H5P_DEFAULT);
+    std::vector<int64_t> seq(12);
+    ASSERT_GE(H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, seq.data()), 0);
+    std::swap(seq[10], seq[11]);
+    ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, seq.data()), 0);
+    H5Dclose(ds);
+    H5Fclose(fid);
+    uint32_t crc = 0;
+    read_dump_items(g, &crc);
+    fid = H5Fopen(g.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t at = H5Aopen(fid, "checksum_crc32", H5P_DEFAULT);
+    int64_t v = crc;
+    ASSERT_GE(H5Awrite(at, H5T_NATIVE_INT64, &v), 0);
+    H5Aclose(at);
+    H5Fclose(fid);
+  }
+  try {
+    restore_replay(b, g, "CartPole-v1", io);
+    ADD_FAILURE() << "out-of-order insertion numbers restored";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("insert_seq"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(b.size(), 0);
+  EXPECT_EQ(b.counters().inserted, 0);
+}
+
+// Defect: PATH.tmp.<pid> files of killed dumps stayed forever. The next successful dump removes
+// exactly those (PATH + ".tmp." + digits), nothing else.
+TEST_F(DumpTest, NextDumpRemovesStaleTemporaries) {
+  const auto& l = prod_layout();
+  ReplayBuffer a(l, chunked_options(4, 8, "uniform", 0));
+  commit_rollout(a, 1);
+  auto f = (dir / "replay.h5").string();
+  std::vector<std::string> stale{"replay.h5.tmp.12345", "replay.h5.tmp.1"};
+  std::vector<std::string> keep{"replay.h5.tmp.", "replay.h5.tmp.12x", "replay.h5.tmp.abc", "replay.h5.tmp.1.h5",
+                                "other.h5.tmp.777", "xreplay.h5.tmp.42", "replay.h5.complete.tmp.9"};
+  for (auto& s : stale) std::ofstream((dir / s).string()) << "half a dump";
+  for (auto& s : keep) std::ofstream((dir / s).string()) << "not ours";
+  dump_replay(a, f, "CartPole-v1", "");
+  std::vector<std::string> want = keep;
+  want.push_back("replay.h5");
+  want.push_back("replay.h5.complete");
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(list_dir(dir.string()), want);
+  EXPECT_EQ(read_dump_header(f).items, 4);
+}
+
+// A dump that fails after writing its data removes its temporary and leaves PATH (the previous
+// dump) as it was.
+TEST_F(DumpTest, FailedDumpRemovesItsTemporaryAndKeepsThePreviousDump) {
+  const auto& l = prod_layout();
+  ReplayBuffer a(l, chunked_options(4, 8, "uniform", 0));
+  commit_rollout(a, 1);
+  auto f = (dir / "replay.h5").string();
+  auto first = dump_replay(a, f, "CartPole-v1", "");
+  commit_rollout(a, 5);
+  DumpOptions fail;
+  std::string tmp_seen;
+  fail.on_data_written = [&](const std::string& tmp) {
+    tmp_seen = tmp;
+    throw Error("injected write failure");
+  };
+  EXPECT_THROW(dump_replay(a, f, "CartPole-v1", "", fail), Error);
+  EXPECT_EQ(tmp_seen.rfind(f + ".tmp.", 0), 0u) << tmp_seen;
+  EXPECT_EQ(list_dir(dir.string()), (std::vector<std::string>{"replay.h5", "replay.h5.complete"}));
+  auto h = read_dump_header(f);
+  EXPECT_EQ(h.items, first.items);
+  EXPECT_EQ(h.checksum, first.checksum);
+}
+
+// A dump whose directory disappears under it fails with an Error naming the file and leaves no
+// PATH (also when the directory comes back empty).
+TEST_F(DumpTest, DumpIntoAVanishingDirectoryFails) {
+  const auto& l = prod_layout();
+  ReplayBuffer a(l, chunked_options(4, 8, "uniform", 0));
+  commit_rollout(a, 1);
+  for (bool recreate : {false, true}) {
+    SCOPED_TRACE(recreate ? "directory recreated" : "directory gone");
+    auto sub = dir / (recreate ? "back" : "gone");
+    auto f = (sub / "replay.h5").string();
+    DumpOptions vanish;
+    vanish.on_data_written = [&](const std::string&) {
+      ASSERT_EQ(std::system(("rm -rf '" + sub.string() + "'").c_str()), 0);
+      if (recreate) {
+        ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+      }
+    };
+    try {
+      dump_replay(a, f, "CartPole-v1", "", vanish);
+      ADD_FAILURE() << "dump into a removed directory succeeded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+    }
+    struct stat st {};
+    EXPECT_NE(::stat(f.c_str(), &st), 0);
+    EXPECT_EQ(list_dir(sub.string()), std::vector<std::string>{});
+  }
+}
+
 TEST(ReplayConfig, RefusesSettingsThatCanDeadlock) {
   auto refused = [](std::vector<std::string> sets, const std::string& key) {
     try {
@@ -321,4 +851,60 @@ TEST(ReplayConfig, RefusesSettingsThatCanDeadlock) {
   refused({"replay.min_size_to_sample=300"}, "replay.min_size_to_sample");
   EXPECT_NO_THROW(buffer::validate_replay_config(load_config("", {})));
   EXPECT_NO_THROW(buffer::validate_replay_config(load_config("", {"replay.capacity=56", "learner.batch_size=40"})));
+}
+
+// Defect: fifo always returns the oldest item, so with max_times_sampled != 1 it returned the
+// same item over and over.
+TEST(ReplayConfig, RefusesFifoThatIsNotAQueue) {
+  for (std::string m : {"0", "2"}) {
+    try {
+      buffer::validate_replay_config(load_config("", {"replay.max_times_sampled=" + m}));
+      ADD_FAILURE() << "accepted fifo with max_times_sampled = " << m;
+    } catch (const ConfigError& e) {
+      std::string w = e.what();
+      EXPECT_NE(w.find("'replay.max_times_sampled'"), std::string::npos) << w;
+      EXPECT_NE(w.find("queue"), std::string::npos) << w;
+      EXPECT_NE(w.find("uniform"), std::string::npos) << w;
+    }
+  }
+  EXPECT_NO_THROW(buffer::validate_replay_config(
+      load_config("", {"replay.selector=\"uniform\"", "replay.max_times_sampled=0"})));
+  EXPECT_NO_THROW(buffer::validate_replay_config(
+      load_config("", {"replay.selector=\"prioritized\"", "replay.max_times_sampled=3"})));
+}
+
+// Defect: a dump path that cannot be written was found at the end of the run. Now it is a config
+// error at start, found by creating (and removing) a probe file, and without creating anything.
+TEST(ReplayConfig, RefusesAnUnwritableDumpPath) {
+  const std::string d = (std::filesystem::temp_directory_path() / ("mpirl-cfg-" + std::to_string(::getpid()))).string();
+  ASSERT_EQ(::mkdir(d.c_str(), 0755), 0);
+  const std::string file = d + "/file";
+  std::ofstream(file) << "a regular file";
+  auto q = [](const std::string& s) { return "\"" + s + "\""; };
+  auto refused = [&](std::vector<std::string> sets, std::vector<std::string> words) {
+    try {
+      buffer::validate_replay_config(load_config("", sets));
+      ADD_FAILURE() << "accepted " << sets[0];
+    } catch (const ConfigError& e) {
+      for (auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+    }
+  };
+  refused({"replay.dump_path=" + q(file + "/replay.h5")}, {"'replay.dump_path'", file, "not a directory"});
+  refused({"replay.dump_path=" + q(file + "/sub/replay.h5")}, {"'replay.dump_path'", "not a directory"});
+  refused({"replay.dump_path=" + q(d)}, {"'replay.dump_path'", "is a directory"});
+  // The default <run dir>/replay.h5: validation runs before the run directory is created, so
+  // run.out_dir is what must take it.
+  refused({"run.out_dir=" + q(file + "/runs")}, {"'replay.dump_path'", "run.out_dir", "not a directory"});
+  // No dumps of any kind ("never" also turns off periodic and SIGUSR1 dumps): not checked.
+  EXPECT_NO_THROW(buffer::validate_replay_config(
+      load_config("", {"replay.dump=\"never\"", "replay.dump_path=" + q(file + "/replay.h5")})));
+  EXPECT_NO_THROW(buffer::validate_replay_config(load_config(
+      "", {"replay.dump=\"never\"", "replay.dump_interval_s=5.0", "replay.dump_path=" + q(file + "/r.h5")})));
+  // Missing directories under a writable one are fine (dump_replay creates them) and are not
+  // created here; nor is the run directory or run.out_dir.
+  EXPECT_NO_THROW(buffer::validate_replay_config(load_config("", {"replay.dump_path=" + q(d + "/new/deeper/replay.h5")})));
+  EXPECT_NO_THROW(buffer::validate_replay_config(load_config("", {"run.out_dir=" + q(d + "/runs")})));
+  EXPECT_NO_THROW(buffer::validate_replay_config(load_config("", {"run.out_dir=" + q(d), "run.name=\"r1\""})));
+  EXPECT_EQ(list_dir(d), std::vector<std::string>{"file"});  // no probe file, nothing created
+  (void)std::system(("rm -rf '" + d + "'").c_str());
 }

@@ -104,6 +104,100 @@ TEST(VTrace, MatchesNaiveLoopWithRandomBoundaries) {
 }
 
 namespace {
+// The header's per-step definitions (kernels/returns.h), evaluated in plain doubles one (t, b) at a
+// time, each column walked backwards from err_T = 0: the reference for vs, adv and pg_adv.
+struct NaiveVTrace {
+  torch::Tensor vs, adv, pg_adv;
+};
+
+NaiveVTrace naive_vtrace_steps(const torch::Tensor& log_rhos, const torch::Tensor& term, const torch::Tensor& trunc,
+                               const torch::Tensor& r, const torch::Tensor& v, const torch::Tensor& nv, double gamma,
+                               const kernels::VTraceOptions& o) {
+  const int64_t T = r.size(0), B = r.size(1);
+  auto a = [](const torch::Tensor& x, int64_t t, int64_t b) { return x[t][b].item<double>(); };
+  NaiveVTrace out{torch::zeros({T, B}, torch::kFloat64), torch::zeros({T, B}, torch::kFloat64),
+                  torch::zeros({T, B}, torch::kFloat64)};
+  for (int64_t b = 0; b < B; ++b) {
+    double err_next = 0;  // err_{t+1}
+    for (int64_t t = T - 1; t >= 0; --t) {
+      const double rho = std::exp(a(log_rhos, t, b));
+      const bool ended = a(term, t, b) > 0 || a(trunc, t, b) > 0;
+      const double discount = a(term, t, b) > 0 ? 0.0 : gamma;
+      const double cont = ended ? 0.0 : 1.0;
+      const double c = o.lambda * std::min(o.c_bar, rho);
+      const double delta = std::min(o.rho_bar, rho) * (a(r, t, b) + discount * a(nv, t, b) - a(v, t, b));
+      const double err = delta + discount * c * cont * err_next;
+      const double adv = a(r, t, b) + discount * (a(nv, t, b) + cont * err_next) - a(v, t, b);
+      out.vs[t][b] = a(v, t, b) + err;
+      out.adv[t][b] = adv;
+      out.pg_adv[t][b] = std::min(o.pg_rho_bar, rho) * adv;
+      err_next = err;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST(VTrace, HandComputedPolicyGradientClipping) {
+  // The case of HandComputedOffPolicyClipping (rho = [2, 0.5], rho_bar = c_bar = 1): the advantages
+  // are [1 + vs_1, 1 + 2] = [2.5, 3], and only pg_rho_bar scales pg_adv: min(pg_rho_bar, rho) * adv.
+  auto lr = col({std::log(2.0), std::log(0.5)}), z = col({0, 0});
+  struct Want {
+    double pg_rho_bar, pg0, pg1;
+  };
+  for (auto w : {Want{1.5, 1.5 * 2.5, 0.5 * 3.0}, Want{0.25, 0.25 * 2.5, 0.25 * 3.0}, Want{4.0, 2 * 2.5, 0.5 * 3.0}}) {
+    auto out = run(lr, z, z, col({1, 1}), col({0, 0}), col({0, 2}), 1.0, {1.0, 1.0, 1.0, w.pg_rho_bar});
+    EXPECT_NEAR(out.vs[0][0].item<double>(), 2.5, 1e-12) << w.pg_rho_bar;
+    EXPECT_NEAR(out.vs[1][0].item<double>(), 1.5, 1e-12) << w.pg_rho_bar;
+    EXPECT_NEAR(out.advantages[0][0].item<double>(), 2.5, 1e-12) << w.pg_rho_bar;
+    EXPECT_NEAR(out.advantages[1][0].item<double>(), 3.0, 1e-12) << w.pg_rho_bar;
+    EXPECT_NEAR(out.pg_advantages[0][0].item<double>(), w.pg0, 1e-12) << w.pg_rho_bar;
+    EXPECT_NEAR(out.pg_advantages[1][0].item<double>(), w.pg1, 1e-12) << w.pg_rho_bar;
+  }
+}
+
+// All three clipping levels apart (rho_bar != c_bar != pg_rho_bar != 1, lambda < 1), with
+// terminations and truncations inside the sequence (at its first and last step, back to back, and
+// one of each in the same column), against the step-by-step reference above.
+TEST(VTrace, ClippedPolicyGradientMatchesNaiveStepLoop) {
+  torch::manual_seed(11);
+  const auto d = torch::kFloat64;
+  const int64_t T = 11, B = 5;
+  const double gamma = 0.93;
+  // Episode ends per column: (t, 't'erminated or t'r'uncated); column 4 has none.
+  const std::vector<std::vector<std::pair<int, char>>> ends = {
+      {{3, 't'}}, {{0, 'r'}, {6, 't'}}, {{4, 'r'}, {5, 't'}, {10, 'r'}}, {{2, 't'}, {8, 'r'}, {10, 't'}}, {}};
+  auto term = torch::zeros({T, B}, d), trunc = torch::zeros({T, B}, d);
+  for (int64_t b = 0; b < B; ++b)
+    for (auto [t, kind] : ends[size_t(b)]) (kind == 't' ? term : trunc)[t][b] = 1.0;
+  auto log_rhos = torch::randn({T, B}, d) * 0.9;
+  auto r = torch::randn({T, B}, d), v = torch::randn({T, B}, d);
+  // next_value of a terminated step is never used: a large value there must not leak in.
+  auto nv = torch::where(term > 0, torch::full({T, B}, 1e3, d), torch::randn({T, B}, d));
+  const auto rhos = log_rhos.exp();
+  for (auto o : {kernels::VTraceOptions{1.3, 0.7, 0.9, 0.6}, kernels::VTraceOptions{0.8, 1.6, 0.75, 1.9}}) {
+    // Each clip is active somewhere and inactive somewhere, so swapping two of them is visible.
+    for (double bar : {o.rho_bar, o.c_bar, o.pg_rho_bar}) {
+      ASSERT_GT((rhos > bar).sum().item<int64_t>(), 3) << bar;
+      ASSERT_GT((rhos < bar).sum().item<int64_t>(), 3) << bar;
+    }
+    auto want = naive_vtrace_steps(log_rhos, term, trunc, r, v, nv, gamma, o);
+    // The step loop agrees with the paper's truncated sum (naive_vs above) on vs.
+    auto want_sum = naive_vs(log_rhos, term, trunc, r, v, nv, gamma, o.rho_bar, o.c_bar, o.lambda);
+    ASSERT_LT((want.vs - want_sum).abs().max().item<double>(), 1e-12);
+    auto got = run(log_rhos, term, trunc, r, v, nv, gamma, o);
+    EXPECT_LT((got.vs - want.vs).abs().max().item<double>(), 1e-12) << o.pg_rho_bar;
+    EXPECT_LT((got.advantages - want.adv).abs().max().item<double>(), 1e-12) << o.pg_rho_bar;
+    EXPECT_LT((got.pg_advantages - want.pg_adv).abs().max().item<double>(), 1e-12) << o.pg_rho_bar;
+    // float32 inputs as well.
+    auto f = [](const torch::Tensor& x) { return x.to(torch::kFloat32); };
+    auto got32 = run(f(log_rhos), f(term), f(trunc), f(r), f(v), f(nv), gamma, o);
+    EXPECT_LT((got32.vs.to(d) - want.vs).abs().max().item<double>(), 1e-4);
+    EXPECT_LT((got32.pg_advantages.to(d) - want.pg_adv).abs().max().item<double>(), 1e-4);
+  }
+}
+
+namespace {
 envs::EnvSpec two_actions() {
   envs::EnvSpec s;
   s.id = "test", s.obs_shape = {1}, s.num_actions = 2;

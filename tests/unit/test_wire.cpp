@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "envs/builtin.h"
-#include "runtime/rollout.h"
-#include "runtime/wire.h"
+#include "comm/seq_layout.h"
+#include "comm/wire.h"
 
 using namespace mpirl;
 using namespace mpirl::wire;
@@ -17,7 +17,10 @@ Envelope sample_env() {
   e.seq = 42;
   e.policy_version = 17;
   e.arrays = {{"a", DType::F32, {2, 3}}, {"b", DType::U8, {5}}, {"c", DType::I64, {1}}};
-  e.meta = {{"env_steps", 1234.0}};
+  e.has_status = true;
+  e.status.env_steps = 1234;
+  e.status.sampled_by_learner = {5, 7};
+  e.status.dump.last_error = "disk full";
   return e;
 }
 std::vector<char> sample_frame(const Envelope& e) {
@@ -48,7 +51,10 @@ TEST(Wire, RoundTrip) {
   EXPECT_EQ(m.env.kind, Kind::SampleReply);
   EXPECT_EQ(m.env.seq, 42u);
   EXPECT_EQ(m.env.policy_version, 17);
-  EXPECT_EQ(m.env.get("env_steps"), 1234.0);
+  ASSERT_TRUE(m.env.has_status);
+  EXPECT_EQ(m.env.status.env_steps, 1234);
+  EXPECT_EQ(m.env.status.sampled_by_learner, (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(m.env.status.dump.last_error, "disk full");
   ASSERT_EQ(m.env.arrays.size(), 3u);
   EXPECT_EQ(m.env.arrays[0].shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(m.array<float>(0)[5], 7.5f);
@@ -117,4 +123,43 @@ TEST(Wire, SequenceLayoutCheckAndCopy) {
   } catch (const std::exception& ex) {
     EXPECT_NE(std::string(ex.what()).find("rank 2"), std::string::npos);
   }
+}
+
+TEST(SeqLayout, TypedFieldsAreDisjointAndAbsentOnesAreRefused) {
+  envs::CartPole env(1);
+  for (int64_t S : {0, 6}) {
+    SeqLayout layout(env.spec(), 8, S);
+    EXPECT_EQ(layout.has(Seq::State0), S > 0);
+    EXPECT_EQ(layout.has(Seq::BootState), S > 0);
+    EXPECT_TRUE(layout.has(Seq::BootObs));
+    const int64_t n = 3;
+    size_t end = 0;
+    for (size_t i = 0; i < layout.fields().size(); ++i) {
+      const auto& f = layout.fields()[i];
+      EXPECT_EQ(layout.position(f.id), i) << f.name;
+      EXPECT_EQ(layout.offset(f.id, n), layout.field_offset(i, n)) << f.name;
+      EXPECT_GE(layout.offset(f.id, n), end) << f.name << " overlaps the field before it";
+      EXPECT_EQ(layout.offset(f.id, n) % wire::kAlign, 0u) << f.name;
+      end = layout.offset(f.id, n) + f.bytes * size_t(n);
+    }
+    EXPECT_EQ(end, payload_bytes(layout.arrays(n)));
+    if (S == 0) {
+      EXPECT_THROW(layout.offset(Seq::State0, n), std::exception);
+    }
+  }
+}
+
+TEST(SeqLayout, BootSlotsBoundTheTruncationsOfOneSequence) {
+  envs::EnvSpec s;
+  s.obs_shape = {1};
+  s.num_actions = 2;
+  s.max_episode_steps = 0;
+  EXPECT_EQ(boot_slots(s, 32), 0);  // no time limit: no truncation
+  s.max_episode_steps = 500;
+  EXPECT_EQ(boot_slots(s, 32), 1);
+  s.max_episode_steps = 200;
+  EXPECT_EQ(boot_slots(s, 400), 2);
+  EXPECT_EQ(boot_slots(s, 401), 3);  // steps 0..400 can hold truncations at 0, 200 and 400
+  s.max_episode_steps = 1;
+  EXPECT_EQ(boot_slots(s, 16), 16);
 }

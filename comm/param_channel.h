@@ -13,7 +13,6 @@ namespace mpirl {
 
 class ParamChannel {
  public:
-  static constexpr size_t kHeaderRegion = 4096;
   ParamChannel(MPI_Comm publish, int64_t num_params);
   ~ParamChannel();
   ParamChannel(const ParamChannel&) = delete;

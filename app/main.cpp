@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "buffer/replay.h"
-#include "runtime/launch.h"
+#include "app/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"mpirl: actor-learner reinforcement learning over MPI.\n"

@@ -1,6 +1,6 @@
-#include "runtime/roles.h"
+#include "comm/ranks.h"
 
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace mpirl {
 

@@ -1,15 +1,15 @@
-#include "runtime/param_channel.h"
+#include "comm/param_channel.h"
 
 #include <cstring>
 
-#include "runtime/error.h"
-#include "runtime/transport.h"
-#include "runtime/wire.h"
+#include "core/error.h"
+#include "comm/transport.h"
+#include "comm/wire.h"
 
 namespace mpirl {
 
 ParamChannel::ParamChannel(MPI_Comm publish, int64_t num_params)
-    : comm_(publish), n_(num_params), buf_(kHeaderRegion + size_t(num_params) * sizeof(float)) {}
+    : comm_(publish), n_(num_params), buf_(wire::kHeaderRegion + size_t(num_params) * sizeof(float)) {}
 
 ParamChannel::~ParamChannel() {
   // A broadcast still posted here means the run is aborting; MPI_Abort cleans up.
@@ -29,8 +29,8 @@ void ParamChannel::start(bool stop, const float* params, int64_t version) {
   env.seq = seq_++;
   env.policy_version = version;
   env.arrays = {{"params", wire::DType::F32, {n_}}};
-  wire::write_header(buf_.data(), kHeaderRegion, env);
-  if (!stop) std::memcpy(buf_.data() + kHeaderRegion, params, size_t(n_) * sizeof(float));
+  wire::write_header(buf_.data(), wire::kHeaderRegion, env);
+  if (!stop) std::memcpy(buf_.data() + wire::kHeaderRegion, params, size_t(n_) * sizeof(float));
   MPIRL_MPI(MPI_Ibcast(buf_.data(), int(buf_.size()), MPI_BYTE, 0, comm_, &req_));
 }
 

@@ -40,6 +40,7 @@ struct Config {
     double max_grad_norm = 0, gamma = 0, rho_bar = 1, c_bar = 1, lambda = 1;
     double value_coef = 0, entropy_coef = 0, appo_clip = 0;
     int appo_epochs = 1, appo_minibatches = 1;
+    int64_t max_policy_lag = 0;
   } learner;
   struct Model {
     std::vector<int64_t> hidden;

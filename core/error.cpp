@@ -1,4 +1,4 @@
-#include "runtime/error.h"
+#include "core/error.h"
 
 #include <mpi.h>
 #include <unistd.h>

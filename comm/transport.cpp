@@ -1,15 +1,11 @@
-#include "runtime/transport.h"
+#include "comm/transport.h"
 
 #include <thread>
 
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace mpirl {
 
-void Backoff::idle() {
-  std::this_thread::sleep_for(std::chrono::microseconds(pause_us_));
-  pause_us_ = std::min(pause_us_ * 2, kMaxUs);
-}
 
 int try_recv(MPI_Comm comm, int source, int tag, std::vector<char>& buf, size_t* size) {
   int flag = 0;
@@ -71,19 +67,16 @@ void SendPool::wait_all(const std::function<void()>& while_waiting) {
   }
 }
 
-void wait_request(MPI_Request& req, const std::function<void()>& while_waiting) {
+void wait_request(MPI_Request& req, const std::function<void()>& while_waiting, MPI_Status* status) {
   Backoff b;
   for (;;) {
     int done = 0;
-    MPIRL_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    MPIRL_MPI(MPI_Test(&req, &done, status ? status : MPI_STATUS_IGNORE));
     if (done) return;
     if (while_waiting) while_waiting();
     b.idle();
   }
 }
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace mpirl

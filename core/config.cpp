@@ -1,4 +1,4 @@
-#include "runtime/config.h"
+#include "core/config.h"
 
 #include <cmath>
 #include <functional>
@@ -8,7 +8,7 @@
 
 #include <toml++/toml.h>
 
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace mpirl {
 namespace {
@@ -101,6 +101,7 @@ const Schema& schema() {
     m["learner.appo_clip"] = float_field(1e-6, 10, [](Config& c, double v) { c.learner.appo_clip = v; });
     m["learner.appo_epochs"] = int_field(1, 1000, [](Config& c, int64_t v) { c.learner.appo_epochs = int(v); });
     m["learner.appo_minibatches"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.learner.appo_minibatches = int(v); });
+    m["learner.max_policy_lag"] = int_field(0, 9.0e15, [](Config& c, int64_t v) { c.learner.max_policy_lag = v; });
     m["model.hidden"] = Field{Kind::IntList, 1, 1 << 16, {}, false, [](Config& c, const toml::node& n) {
                                 c.model.hidden.clear();
                                 for (auto& e : *n.as_array()) c.model.hidden.push_back(*e.value<int64_t>());

@@ -1,7 +1,5 @@
 #pragma once
-// Point-to-point helpers over MPI that never busy-poll: every wait tests its requests and then
-// sleeps with an exponential back-off (10 us .. 1 ms), so oversubscribed ranks leave the CPU to
-// the ranks that have work.
+// Point-to-point helpers over MPI that never busy-poll (every wait backs off, core/clock.h).
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -9,17 +7,10 @@
 
 #include <mpi.h>
 
+#include "core/clock.h"
+
 namespace mpirl {
 
-class Backoff {
- public:
-  void idle();  // sleep, doubling the pause each time up to the cap
-  void reset() { pause_us_ = kMinUs; }
-
- private:
-  static constexpr int kMinUs = 10, kMaxUs = 1000;
-  int pause_us_ = kMinUs;
-};
 
 // Receives one message with `tag` from `source` (may be MPI_ANY_SOURCE) if one is waiting.
 // The buffer grows to fit (and keeps its capacity). Returns the source rank, or -1 if none.
@@ -44,9 +35,8 @@ class SendPool {
   std::deque<Slot> slots_;
 };
 
-// Waits for `req` with back-off, calling `while_waiting` between tests.
-void wait_request(MPI_Request& req, const std::function<void()>& while_waiting = {});
+// Waits for `req` with back-off, calling `while_waiting` between tests; fills *status if given.
+void wait_request(MPI_Request& req, const std::function<void()>& while_waiting = {}, MPI_Status* status = nullptr);
 
-double now_seconds();
 
 }  // namespace mpirl

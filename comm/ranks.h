@@ -4,15 +4,14 @@
 
 #include <mpi.h>
 
-#include "runtime/config.h"
+#include "comm/protocol.h"
+#include "core/config.h"
 
 namespace mpirl {
 
 enum class Role { Learner, Replay, Actor };
 const char* role_name(Role r);
 
-// Message tags (one per direction and peer type, so MPI's per-pair ordering holds per stream).
-enum Tag : int { kTagRollout = 11, kTagActorCtl = 12, kTagLearnerReq = 13, kTagLearnerReply = 14 };
 
 struct Layout {
   int world = 0, learners = 0;

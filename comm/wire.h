@@ -2,37 +2,27 @@
 // The wire format. Every MPI message is one frame:
 //   [u32 envelope_bytes][u32 payload_offset][envelope ...][padding][payload]
 // The envelope is a Boost.Serialization binary archive (magic, schema version, kind, sender,
-// sequence number, policy version, array descriptors, named scalars). The payload is the arrays'
+// sequence number, policy version, array descriptors, the replay status where present). The payload is the arrays'
 // raw bytes in descriptor order, each starting at a 64-byte aligned offset. Decoding checks the
 // magic, version, kind, sender and that the byte count matches the declared shapes exactly; any
 // mismatch throws mpirl::Error naming the sender.
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
+
+#include "comm/protocol.h"
 
 namespace mpirl::wire {
 
 inline constexpr uint32_t kMagic = 0x4C52504Du;  // "MPRL"
-inline constexpr uint16_t kSchemaVersion = 1;
+inline constexpr uint16_t kSchemaVersion = 2;  // 2: typed replay status, boot_* fields
 inline constexpr size_t kAlign = 64;
 inline constexpr size_t kHeaderBytes = 8;
+// Room reserved at the front of a preallocated frame for the header and envelope, so a payload
+// written in place (actor rollouts, parameter broadcasts) starts at a fixed, aligned offset.
+inline constexpr size_t kHeaderRegion = 4096;
 
-enum class Kind : uint16_t {
-  Rollout = 1,      // actor -> replay: T steps x E envs
-  RolloutAck,       // replay -> actor: one rollout stored (returns a send credit)
-  ActorDone,        // actor -> replay: no more rollouts
-  ActorDoneAck,     // replay -> actor: last message to the actor
-  SampleRequest,    // learner -> replay
-  SampleReply,      // replay -> learner: B sequences
-  LearnerBye,       // learner -> replay: no more requests (from learner 0: the run stops)
-  LearnerByeAck,    // replay -> learner: last message to the learner, with the replay's counters
-  Params,           // learner 0 -> actors (broadcast): flat parameters
-  Stop,             // learner 0 -> actors (broadcast): leave the loop
-  PriorityUpdate,   // learner -> replay: new priorities for sampled items (slot, generation)
-};
-const char* kind_name(Kind k);
 
 enum class DType : uint8_t { F32 = 1, F64, I32, I64, U8 };
 size_t dtype_size(DType d);
@@ -54,9 +44,8 @@ struct Envelope {
   uint64_t seq = 0;
   int64_t policy_version = -1;
   std::vector<ArrayDesc> arrays;
-  std::map<std::string, double> meta;
-
-  double get(const std::string& key, double fallback = 0) const;
+  bool has_status = false;  // SampleReply and LearnerByeAck carry the replay's status
+  ReplayStatus status;
 };
 
 inline size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }

@@ -1,15 +1,14 @@
-#include "runtime/wire.h"
+#include "comm/wire.h"
 
 #include <cstring>
 #include <sstream>
 
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
-#include <boost/serialization/map.hpp>
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
 
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace boost::serialization {
 template <class Ar>
@@ -24,7 +23,8 @@ void serialize(Ar& ar, mpirl::wire::Envelope& e, const unsigned) {
   ar & e.magic & e.schema;
   // Nothing after magic and schema is trusted until both are checked.
   if (Ar::is_loading::value && (e.magic != mpirl::wire::kMagic || e.schema != mpirl::wire::kSchemaVersion)) return;
-  ar & kind & e.sender & e.seq & e.policy_version & e.arrays & e.meta;
+  ar & kind & e.sender & e.seq & e.policy_version & e.arrays & e.has_status;
+  if (e.has_status) ar & e.status;
   e.kind = mpirl::wire::Kind(kind);
 }
 }  // namespace boost::serialization
@@ -83,11 +83,6 @@ size_t ArrayDesc::elements() const {
   size_t n = 1;
   for (auto d : shape) n *= size_t(d);
   return n;
-}
-
-double Envelope::get(const std::string& key, double fallback) const {
-  auto it = meta.find(key);
-  return it == meta.end() ? fallback : it->second;
 }
 
 size_t payload_bytes(const std::vector<ArrayDesc>& arrays, std::vector<size_t>* offsets) {

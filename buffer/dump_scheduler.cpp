@@ -1,0 +1,68 @@
+#include "buffer/dump_scheduler.h"
+
+#include <signal.h>
+
+#include <atomic>
+
+#include <spdlog/spdlog.h>
+
+#include "buffer/hdf5_dump.h"
+#include "buffer/replay.h"
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace mpirl::buffer {
+namespace {
+std::atomic<bool> g_dump_requested{false};
+extern "C" void on_sigusr1(int) { g_dump_requested = true; }
+
+std::string cut(const std::string& s) { return s.size() <= kMaxStatusString ? s : s.substr(0, kMaxStatusString - 3) + "..."; }
+}  // namespace
+
+DumpScheduler::DumpScheduler(const Config& cfg, const std::string& run_dir)
+    : cfg_(cfg), path_(dump_path(cfg, run_dir)), last_(now_seconds()) {
+  status_.path = cut(path_);
+  struct sigaction sa {};
+  sa.sa_handler = on_sigusr1;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+bool DumpScheduler::dump(const ReplayBuffer& rb, const char* why) {
+  last_ = now_seconds();
+  try {
+    auto info = dump_replay(rb, path_, cfg_.env.id, cfg_.resolved_toml);
+    ++status_.dumps;
+    status_.items = info.items;
+    status_.checksum = info.checksum;
+    status_.seconds = info.seconds;
+    spdlog::info("replay dump ({}): {} items, CRC-32 {:08x}, {:.2f} s -> {}", why, info.items, info.checksum,
+                 info.seconds, info.path);
+    return true;
+  } catch (const std::exception& e) {
+    ++status_.failures;
+    status_.last_error = cut(e.what());
+    spdlog::error("replay dump ({}) failed, the run goes on: {}", why, e.what());
+    return false;
+  }
+}
+
+bool DumpScheduler::poll(const ReplayBuffer& rb, bool stopping) {
+  if (cfg_.replay.dump == "never") return false;
+  if (g_dump_requested.exchange(false)) {
+    dump(rb, "SIGUSR1");
+    return true;
+  }
+  if (cfg_.replay.dump_interval_s > 0 && !stopping && now_seconds() - last_ >= cfg_.replay.dump_interval_s) {
+    dump(rb, "interval");
+    return true;
+  }
+  return false;
+}
+
+bool DumpScheduler::finish(const ReplayBuffer& rb) {
+  if (cfg_.replay.dump != "end") return true;
+  return dump(rb, "end of run");
+}
+
+}  // namespace mpirl::buffer

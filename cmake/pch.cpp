@@ -1,0 +1,1 @@
+// Compiles the precompiled header that every LibTorch target reuses (CMakeLists.txt).

@@ -1,0 +1,99 @@
+#pragma once
+// The message protocol between the roles: every message kind, the MPI tags, the typed status the
+// replay reports to learners, and the start/stop sequence. Frames are built by comm/wire.h.
+//
+// Start and stop (one run; L learners, 1 replay, A actors):
+//
+//   learner 0              learners 1..L-1        replay                    actors
+//   | Params v0 (Ibcast on `publish`) --------------------------------------> | wait for v0, then step
+//   | SampleRequest x prefetch ---------------> |                           |
+//   |                      | SampleRequest ---> |  <--------------- Rollout | (<= max_inflight unacked)
+//   |                      |                    |  RolloutAck ------------> | (returns a send credit)
+//   | <------------------------- SampleReply(B sequences, ReplayStatus)     |
+//   | PriorityUpdate ------------------------> |  (prioritized only)       |
+//   | Params vK every publish_interval updates (newest, as soon as the last broadcast is done) -> |
+//   ...                                                                      ...
+//   | stop decided (allreduce MAX over learners: every learner leaves at the same update)
+//   | Stop (Ibcast) ---------------------------------------------------------> | leave the loop,
+//   |                                           |  <---------- ActorDone(env steps) after every
+//   |                                           |  ActorDoneAck ----------> |  sent rollout is delivered
+//   | LearnerBye --------------------------->   |  <--- LearnerBye          |
+//   |   (model.pt and summary.json are written before the Bye: they never depend on the dump)
+//   |                                           | after every learner's Bye: final dump (a failure is
+//   |                                           | reported, never fatal), then LearnerByeAck(status)
+//   | <----------- LearnerByeAck --------------- | -----> LearnerByeAck      |
+//   | summary.json rewritten with the final status; every rank leaves its loop and exits 0
+//
+// Rollouts still arriving after the first LearnerBye are received and counted as discarded, so
+// every send is matched. A fatal error on any rank: logged with rank and host, then MPI_Abort.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mpirl::wire {
+
+enum class Kind : uint16_t {
+  Rollout = 1,      // actor -> replay: T steps x E envs
+  RolloutAck,       // replay -> actor: one rollout stored (returns a send credit)
+  ActorDone,        // actor -> replay: no more rollouts; carries the actor's env step count
+  ActorDoneAck,     // replay -> actor: last message to the actor
+  SampleRequest,    // learner -> replay
+  SampleReply,      // replay -> learner: B sequences, their ids and weights, the replay status
+  LearnerBye,       // learner -> replay: no more requests
+  LearnerByeAck,    // replay -> learner: last message to the learner, with the final status
+  Params,           // learner 0 -> actors (broadcast): flat parameters
+  Stop,             // learner 0 -> actors (broadcast): leave the loop
+  PriorityUpdate,   // learner -> replay: new priorities for sampled items (slot, generation)
+};
+const char* kind_name(Kind k);
+
+}  // namespace mpirl::wire
+
+namespace mpirl {
+
+// A SampleReply carries at most this many finished-episode statistics; the rest wait for the
+// next reply. Status strings are cut to kMaxStatusString bytes. Both bound the reply's size.
+inline constexpr int64_t kMaxEpisodeStatsPerReply = 4096;
+inline constexpr size_t kMaxStatusString = 512;
+
+// Message tags (one per direction and peer type, so MPI's per-pair ordering holds per stream).
+enum Tag : int { kTagRollout = 11, kTagActorCtl = 12, kTagLearnerReq = 13, kTagLearnerReply = 14 };
+
+// The last replay dump as the replay saw it.
+struct DumpStatus {
+  int64_t dumps = 0, failures = 0;  // completed and failed dumps so far
+  int64_t items = 0;                // of the last completed dump
+  uint32_t checksum = 0;
+  double seconds = 0;
+  std::string path, last_error;     // last_error: of the last failed dump ("" = none failed)
+};
+
+// The replay's counters, sent with every SampleReply and with the LearnerByeAck. Counted by the
+// replay alone; learners and actors keep their own counts so tests can compare them.
+struct ReplayStatus {
+  int64_t env_steps = 0;          // env steps of the rollouts stored
+  int64_t actor_env_steps = 0;    // env steps the actors say they sent (from ActorDone; final only)
+  int64_t rollouts = 0, discarded_rollouts = 0, episodes = 0;
+  int64_t inserted = 0, restored = 0, evicted = 0, consumed = 0, fill = 0, capacity = 0;
+  int64_t restored_seq_end = 0;   // insertion numbers below this are items restored from a dump
+  int64_t sampled = 0, batches = 0, priority_updates = 0, stale_priority_updates = 0;
+  double max_priority = 1;
+  std::vector<int64_t> sampled_by_learner;
+  DumpStatus dump;
+
+  int64_t removed() const { return evicted + consumed; }
+};
+
+template <class Ar>
+void serialize(Ar& ar, DumpStatus& d, const unsigned) {
+  ar & d.dumps & d.failures & d.items & d.checksum & d.seconds & d.path & d.last_error;
+}
+
+template <class Ar>
+void serialize(Ar& ar, ReplayStatus& s, const unsigned) {
+  ar & s.env_steps & s.actor_env_steps & s.rollouts & s.discarded_rollouts & s.episodes & s.inserted & s.restored &
+      s.evicted & s.consumed & s.fill & s.capacity & s.restored_seq_end & s.sampled & s.batches & s.priority_updates &
+      s.stale_priority_updates & s.max_priority & s.sampled_by_learner & s.dump;
+}
+
+}  // namespace mpirl

@@ -1,0 +1,36 @@
+#include "core/fault.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace mpirl {
+namespace {
+struct Fault {
+  bool armed = false;
+  double at = 0;
+};
+
+Fault parse() {
+  Fault f;
+  const char* e = std::getenv("MPIRL_TEST_FAULT");
+  int rank = -1, me = -2;
+  double seconds = 0;
+  if (!e || std::sscanf(e, "%d:%lf", &rank, &seconds) != 2) return f;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  f.armed = rank == me;
+  f.at = now_seconds() + seconds;
+  return f;
+}
+}  // namespace
+
+void fault_point() {
+  static const Fault f = parse();
+  if (f.armed && now_seconds() >= f.at) throw Error("injected fault (MPIRL_TEST_FAULT)");
+}
+
+}  // namespace mpirl

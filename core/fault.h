@@ -1,0 +1,9 @@
+#pragma once
+// Fault injection for the tests of the abort path (a rank that throws mid-run must end the whole
+// job). MPIRL_TEST_FAULT="RANK:SECONDS" makes fault_point() on world rank RANK throw mpirl::Error
+// once SECONDS have passed since its first call. Unset (always, outside tests): one branch.
+namespace mpirl {
+
+void fault_point();
+
+}  // namespace mpirl

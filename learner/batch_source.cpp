@@ -1,0 +1,297 @@
+#include "learner/batch_source.h"
+
+#include <c10/core/Event.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace mpirl::learner {
+
+using wire::DType;
+
+// Host copies of one batch, time-major (pinned when the device is CUDA), and the event that says
+// the device copies out of them have finished (so they can be refilled).
+struct BatchSource::Staging {
+  std::vector<torch::Tensor> host;  // indexed by position in the layout's fields
+  std::unique_ptr<c10::Event> copied;
+};
+
+BatchSource::BatchSource(const Config& cfg, const Comms& comms, const SeqLayout& layout, const envs::EnvSpec& spec,
+                         torch::Device device)
+    : cfg_(cfg), comms_(comms), layout_(layout), spec_(spec), device_(device), replay_(comms.layout.replay_rank()),
+      B_(cfg.learner.batch_size), prioritized_(cfg.replay.selector == "prioritized"),
+      ring_(size_t(cfg.learner.prefetch)) {
+  const size_t cap = sample_reply_capacity(layout_, B_, comms.layout.learners);
+  for (auto& r : ring_) r.buf.resize(cap);
+  for (int i = 0; i < 2; ++i) {
+    auto s = std::make_unique<Staging>();
+    if (device_.is_cuda()) s->copied = std::make_unique<c10::Event>(device_.type());
+    staging_.push_back(std::move(s));
+  }
+}
+
+BatchSource::~BatchSource() {
+  // Receives still posted here mean the run is aborting (leave() cancels them otherwise).
+}
+
+void BatchSource::post(Recv& r) {
+  MPIRL_MPI(MPI_Irecv(r.buf.data(), int(r.buf.size()), MPI_BYTE, replay_, kTagLearnerReply, comms_.world, &r.req));
+}
+
+void BatchSource::send_small(wire::Kind kind) {
+  wire::Envelope env;
+  env.kind = kind;
+  env.sender = comms_.rank;
+  env.seq = seq_++;
+  auto& buf = sends_.acquire();
+  buf = wire::build_frame(env, nullptr, 0);
+  sends_.send(buf, buf.size(), replay_, kTagLearnerReq, comms_.world);
+}
+
+void BatchSource::request() { send_small(wire::Kind::SampleRequest); }
+
+void BatchSource::start() {
+  // Receives first: replies match them in posting order, one per request.
+  for (auto& r : ring_) post(r);
+  for (size_t i = 0; i < ring_.size(); ++i) request();
+}
+
+void BatchSource::progress() {
+  sends_.progress();
+  int flag = 0;
+  MPIRL_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comms_.world, &flag, MPI_STATUS_IGNORE));
+}
+
+Batch* BatchSource::next(int64_t version, const std::function<bool()>& keep_waiting) {
+  Recv& r = ring_[head_];
+  Backoff b;
+  MPI_Status st;
+  for (;;) {
+    int done = 0;
+    MPIRL_MPI(MPI_Test(&r.req, &done, &st));
+    if (done) break;
+    sends_.progress();
+    if (!keep_waiting()) return nullptr;
+    b.idle();
+  }
+  int count = 0;
+  MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+  auto msg = wire::decode(r.buf.data(), size_t(count), replay_, {wire::Kind::SampleReply});
+  stage(msg, version);  // copies everything out of r.buf
+  // The buffer is free again: post its receive and ask for the batch after the ones in flight.
+  post(r);
+  request();
+  head_ = (head_ + 1) % ring_.size();
+  return &batch_;
+}
+
+namespace {
+// Checks the array at position i of a reply: name, dtype and shape; throws naming the replay.
+void expect(const wire::Message& msg, size_t i, const char* name, DType dt, const std::vector<int64_t>& shape,
+            int sender) {
+  const auto& a = msg.env.arrays;
+  if (i >= a.size() || a[i].name != name || a[i].dtype != dt || a[i].shape != shape)
+    throw Error(fmt::format("SampleReply from rank {}: array {} should be '{}' {} of {} elements", sender, i, name,
+                            wire::dtype_name(dt), shape.empty() ? 1 : shape[0]));
+}
+}  // namespace
+
+void BatchSource::stage(const wire::Message& msg, int64_t version) {
+  const int64_t B = layout_.check(msg, replay_);
+  if (B != B_) throw Error(fmt::format("SampleReply from rank {} holds {} sequences, expected learner.batch_size = {}",
+                                       replay_, B, B_));
+  if (!msg.env.has_status) throw Error(fmt::format("SampleReply from rank {} carries no replay status", replay_));
+  received_ += B;
+  const size_t nf = layout_.fields().size();
+  if (msg.env.arrays.size() != nf + 6)
+    throw Error(fmt::format("SampleReply from rank {} has {} arrays, expected {}", replay_, msg.env.arrays.size(), nf + 6));
+  const int64_t m = msg.desc(nf).shape.empty() ? -1 : msg.desc(nf).shape[0];
+  expect(msg, nf, "episode_return", DType::F32, {m}, replay_);
+  expect(msg, nf + 1, "episode_length", DType::I32, {m}, replay_);
+  expect(msg, nf + 2, "slot", DType::I64, {B}, replay_);
+  expect(msg, nf + 3, "generation", DType::I64, {B}, replay_);
+  expect(msg, nf + 4, "weight", DType::F32, {B}, replay_);
+  expect(msg, nf + 5, "insert_seq", DType::I64, {B}, replay_);
+
+  Batch& out = batch_;
+  out.status = msg.env.status;
+  out.episode_returns.assign(msg.array<float>(nf), msg.array<float>(nf) + m);
+  out.episode_lengths.assign(msg.array<int32_t>(nf + 1), msg.array<int32_t>(nf + 1) + m);
+  out.slots.assign(msg.array<int64_t>(nf + 2), msg.array<int64_t>(nf + 2) + B);
+  out.generations.assign(msg.array<int64_t>(nf + 3), msg.array<int64_t>(nf + 3) + B);
+  out.insert_seqs.assign(msg.array<int64_t>(nf + 5), msg.array<int64_t>(nf + 5) + B);
+  const char* payload = msg.payload;
+  const int64_t* ver = layout_.ptr<int64_t>(payload, Seq::Version, B);
+  out.versions.assign(ver, ver + B);
+
+  // Policy lag per item; items above learner.max_policy_lag are masked out of the loss.
+  std::vector<float> keep(size_t(B), 1.f);
+  out.kept = 0;
+  out.too_old = out.lag_sum = out.lag_max = out.lag_known = out.lag_unknown = 0;
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t lag = version - ver[i];
+    if (ver[i] < 0 || lag < 0) {
+      ++out.lag_unknown;  // collected by another run (a restored item): its lag is not defined here
+    } else {
+      out.lag_sum += lag;
+      out.lag_max = std::max(out.lag_max, lag);
+      ++out.lag_known;
+      if (cfg_.learner.max_policy_lag > 0 && lag > cfg_.learner.max_policy_lag) {
+        keep[size_t(i)] = 0.f;
+        ++out.too_old;
+        continue;
+      }
+    }
+    ++out.kept;
+  }
+
+  // Host staging: [B, T, ...] on the wire -> [T, B, ...] in the staging tensors.
+  Staging& s = *staging_[stage_next_];
+  stage_next_ = (stage_next_ + 1) % staging_.size();
+  if (s.copied && s.copied->was_marked_for_recording()) s.copied->synchronize();
+  const auto& fields = layout_.fields();
+  if (s.host.empty()) s.host.resize(fields.size());
+  auto pinned = torch::TensorOptions().pinned_memory(device_.is_cuda());
+  auto scalar = [](DType d) {
+    switch (d) {
+      case DType::F32: return torch::kFloat32;
+      case DType::F64: return torch::kFloat64;
+      case DType::I32: return torch::kInt32;
+      case DType::I64: return torch::kInt64;
+      case DType::U8: return torch::kUInt8;
+    }
+    return torch::kUInt8;
+  };
+  // Time-major copy of a [B, L, ...] field (transpose = false: a per-sequence field, kept [B, ...]).
+  auto host_field = [&](Seq id, bool transpose) {
+    const size_t pos = layout_.position(id);
+    const auto& f = fields[pos];
+    std::vector<int64_t> shape{B};
+    shape.insert(shape.end(), f.shape.begin(), f.shape.end());
+    auto src = torch::from_blob(const_cast<char*>(payload) + layout_.field_offset(pos, B), shape, scalar(f.dtype));
+    if (transpose) src = src.transpose(0, 1);
+    auto& h = s.host[pos];
+    if (!h.defined() || h.sizes() != src.sizes()) h = torch::empty(src.sizes(), pinned.dtype(src.scalar_type()));
+    h.copy_(src);
+    return h;
+  };
+  auto dev = [&](const torch::Tensor& h) { return h.to(device_, /*non_blocking=*/true); };
+  auto f32 = torch::kFloat32;
+  TrainBatch& t = out.train;
+  t.obs = dev(host_field(Seq::Obs, true)).to(f32);
+  t.is_init = dev(host_field(Seq::IsInit, true)).to(f32);
+  t.actions = dev(host_field(Seq::Action, true));
+  t.rewards = dev(host_field(Seq::Reward, true));
+  t.terminated = dev(host_field(Seq::Terminated, true)).to(f32);
+  t.truncated = dev(host_field(Seq::Truncated, true)).to(f32);
+  t.behaviour_logp = dev(host_field(Seq::Logp, true));
+  t.state0 = layout_.has(Seq::State0) ? dev(host_field(Seq::State0, false)) : torch::Tensor();
+  t.trunc_value = torch::Tensor();
+  // Importance weights (prioritized) times the lag mask, renormalised so the loss stays a mean
+  // over the sequences kept.
+  t.weights = torch::Tensor();
+  if (prioritized_ || out.too_old > 0) {
+    auto w = torch::from_blob(keep.data(), {B}, f32).clone();
+    if (prioritized_) w.mul_(torch::from_blob(const_cast<float*>(msg.array<float>(nf + 4)), {B}, f32));
+    if (out.kept > 0) w.mul_(double(B) / double(out.kept));
+    t.weights = w.to(device_);
+  }
+
+  out.truncations = 0;
+  {
+    const uint8_t* tr = layout_.ptr<uint8_t>(payload, Seq::Truncated, B);
+    const uint8_t* te = layout_.ptr<uint8_t>(payload, Seq::Terminated, B);
+    for (int64_t i = 0; i < B * layout_.T(); ++i) out.truncations += tr[i] && !te[i];
+  }
+  // Truncation bootstraps: the used boot slots (boot_step >= 0), gathered on the host.
+  BootInputs& boot = out.boot;
+  boot = BootInputs{};
+  if (layout_.has(Seq::BootStep)) {
+    const int64_t K = layout_.boot_slots(), T = layout_.T();
+    const int32_t* step = layout_.ptr<int32_t>(payload, Seq::BootStep, B);
+    std::vector<int64_t> rows, ts, bs;
+    for (int64_t i = 0; i < B; ++i)
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t tt = step[i * K + k];
+        if (tt < 0) continue;
+        if (tt >= T) throw Error(fmt::format("SampleReply from rank {}: boot_step {} outside the {} steps", replay_, tt, T));
+        rows.push_back(i * K + k);
+        ts.push_back(tt);
+        bs.push_back(i);
+      }
+    boot.count = int64_t(rows.size());
+    if (boot.count > 0) {
+      auto idx = torch::tensor(rows, torch::kInt64);
+      const auto& fo = layout_.field(Seq::BootObs);
+      std::vector<int64_t> oshape{B * K};
+      oshape.insert(oshape.end(), fo.shape.begin() + 1, fo.shape.end());
+      auto obs = torch::from_blob(const_cast<char*>(payload) + layout_.offset(Seq::BootObs, B), oshape, f32);
+      boot.obs = obs.index_select(0, idx).to(device_);
+      if (layout_.has(Seq::BootState)) {
+        auto st = torch::from_blob(const_cast<char*>(payload) + layout_.offset(Seq::BootState, B),
+                                   {B * K, layout_.state_size()}, f32);
+        boot.state = st.index_select(0, idx).to(device_);
+      }
+      boot.t = torch::tensor(ts, torch::kInt64).to(device_);
+      boot.b = torch::tensor(bs, torch::kInt64).to(device_);
+    }
+  }
+  if (s.copied) s.copied->record(c10::impl::VirtualGuardImpl(device_.type()).getStream(device_));
+}
+
+void BatchSource::send_priorities(const Batch& b, const torch::Tensor& priorities) {
+  if (!prioritized_) return;
+  auto pc = priorities.to(torch::kCPU, torch::kFloat32).contiguous();
+  const int64_t B = pc.numel();
+  MPIRL_CHECK(B == int64_t(b.slots.size()), "{} priorities for {} sampled items", B, b.slots.size());
+  wire::Envelope env;
+  env.kind = wire::Kind::PriorityUpdate;
+  env.sender = comms_.rank;
+  env.seq = seq_++;
+  env.arrays = {{"slot", DType::I64, {B}}, {"generation", DType::I64, {B}}, {"priority", DType::F32, {B}}};
+  size_t off = wire::natural_payload_offset(env);
+  std::vector<size_t> offsets;
+  size_t total = off + wire::payload_bytes(env.arrays, &offsets);
+  auto& buf = sends_.acquire();
+  buf.resize(total);
+  wire::write_header(buf.data(), off, env);
+  std::memcpy(buf.data() + off + offsets[0], b.slots.data(), size_t(B) * 8);
+  std::memcpy(buf.data() + off + offsets[1], b.generations.data(), size_t(B) * 8);
+  std::memcpy(buf.data() + off + offsets[2], pc.data_ptr<float>(), size_t(B) * 4);
+  sends_.send(buf, total, replay_, kTagLearnerReq, comms_.world);
+}
+
+ReplayStatus BatchSource::leave() {
+  send_small(wire::Kind::LearnerBye);
+  // Replies still in flight land in the posted receives, in order; the ByeAck is the last
+  // message the replay sends us. Then the receives still posted can never match: cancel them.
+  ReplayStatus final_status;
+  for (bool acked = false; !acked;) {
+    Recv& r = ring_[head_];
+    MPI_Status st;
+    wait_request(r.req, [&] { sends_.progress(); }, &st);
+    int count = 0;
+    MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+    auto msg = wire::decode(r.buf.data(), size_t(count), replay_, {wire::Kind::SampleReply, wire::Kind::LearnerByeAck});
+    if (msg.env.kind == wire::Kind::LearnerByeAck) {
+      acked = true;
+      final_status = msg.env.status;
+    } else {
+      received_ += msg.env.arrays.empty() || msg.env.arrays[0].shape.empty() ? 0 : msg.env.arrays[0].shape[0];
+      post(r);
+    }
+    head_ = (head_ + 1) % ring_.size();
+  }
+  for (auto& r : ring_) {
+    if (r.req == MPI_REQUEST_NULL) continue;
+    MPIRL_MPI(MPI_Cancel(&r.req));
+    MPIRL_MPI(MPI_Wait(&r.req, MPI_STATUS_IGNORE));
+  }
+  sends_.wait_all();
+  return final_status;
+}
+
+}  // namespace mpirl::learner

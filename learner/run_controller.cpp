@@ -1,0 +1,194 @@
+#include "learner/run_controller.h"
+
+#include <cmath>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/logging.h"
+
+namespace mpirl::learner {
+
+void RunController::Window::add(double v) {
+  q.push_back(v);
+  sum += v;
+  if (q.size() > n) sum -= q.front(), q.pop_front();
+}
+
+double RunController::Window::mean() const { return q.empty() ? std::nan("") : sum / double(q.size()); }
+
+nlohmann::json to_json(const ReplayStatus& s) {
+  nlohmann::json j = {{"env_steps", s.env_steps},
+                      {"actor_env_steps", s.actor_env_steps},
+                      {"rollouts", s.rollouts},
+                      {"discarded_rollouts", s.discarded_rollouts},
+                      {"episodes", s.episodes},
+                      {"inserted", s.inserted},
+                      {"restored", s.restored},
+                      {"evicted", s.evicted},
+                      {"consumed", s.consumed},
+                      {"removed", s.removed()},
+                      {"fill", s.fill},
+                      {"capacity", s.capacity},
+                      {"sampled", s.sampled},
+                      {"batches", s.batches},
+                      {"priority_updates", s.priority_updates},
+                      {"stale_priority_updates", s.stale_priority_updates},
+                      {"max_priority", s.max_priority},
+                      {"sampled_by_learner", s.sampled_by_learner},
+                      {"dumps", s.dump.dumps},
+                      {"dump_failures", s.dump.failures}};
+  return j;
+}
+
+RunController::RunController(const Config& cfg, const Comms& comms, const std::string& run_dir)
+    : cfg_(cfg), comms_(comms), run_dir_(run_dir), lead_(comms.rank == 0) {
+  if (lead_) metrics_ = std::make_unique<MetricsLog>(run_dir + "/metrics.jsonl");
+}
+
+void RunController::start() { start_ = last_log_ = now_seconds(); }
+
+double RunController::elapsed() const { return now_seconds() - start_; }
+
+void RunController::on_batch(const Batch& b) {
+  status_ = b.status;
+  for (size_t k = 0; k < b.episode_returns.size(); ++k) {
+    returns_.add(b.episode_returns[k]);
+    lengths_.add(b.episode_lengths[k]);
+    ++episodes_;
+  }
+  lag_sum_ += b.lag_sum;
+  lag_n_ += b.lag_known;
+  lag_max_ = std::max(lag_max_, b.lag_max);
+  counts_.trained += b.kept;
+  counts_.too_old += b.too_old;
+  counts_.lag_unknown += b.lag_unknown;
+  counts_.truncations += b.truncations;
+  counts_.bootstraps += b.boot.count;
+  for (int64_t s : b.insert_seqs) counts_.restored_sampled += s < b.status.restored_seq_end;
+}
+
+void RunController::on_update(const UpdateResult& r) {
+  last_ = r;
+  ++counts_.updates;
+  counts_.optimizer_steps += r.steps;
+}
+
+bool RunController::wall_limit_reached() const {
+  return cfg_.run.max_wall_seconds > 0 && elapsed() >= cfg_.run.max_wall_seconds;
+}
+
+std::string RunController::stop_reason() const {
+  if (wall_limit_reached()) return "max_wall_seconds";
+  if (!lead_) return "";
+  if (status_.env_steps >= cfg_.run.total_env_steps) return "total_env_steps";
+  if (!std::isnan(cfg_.run.stop_mean_return) && returns_.q.size() >= returns_.n &&
+      returns_.mean() >= cfg_.run.stop_mean_return)
+    return "stop_mean_return";
+  return "";
+}
+
+nlohmann::json RunController::snapshot() const {
+  const double wall = wall_ > 0 ? wall_ : elapsed();
+  auto num_or_null = [](double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  nlohmann::json j;
+  j["time_s"] = wall;
+  j["env_steps"] = status_.env_steps;
+  j["sps"] = wall > 0 ? double(status_.env_steps) / wall : 0.0;
+  j["learner_updates"] = counts_.updates;
+  const double samples = double(counts_.trained) * double(cfg_.actor.rollout_len);
+  j["learner_samples"] = samples;
+  j["learner_samples_per_s"] = wall > 0 ? samples / wall : 0.0;
+  j["episodes"] = episodes_;
+  j["mean_return"] = num_or_null(returns_.mean());
+  j["mean_length"] = num_or_null(lengths_.mean());
+  j["policy_lag_mean"] = last_lag_mean_;
+  j["policy_lag_max"] = last_lag_max_;
+  j["items_too_old"] = counts_.too_old;
+  j["learner_wait_s"] = wait_s_;
+  j["replay_fill"] = status_.fill;
+  j["replay_capacity"] = status_.capacity;
+  if (last_.last.total.defined()) {
+    j["loss_total"] = last_.last.total.item<double>();
+    j["loss_policy"] = last_.last.policy.item<double>();
+    j["loss_value"] = last_.last.value.item<double>();
+    j["entropy"] = last_.last.entropy.item<double>();
+    j["mean_rho"] = last_.last.mean_rho.item<double>();
+    j["clip_fraction"] = last_.last.clip_fraction.item<double>();
+    j["grad_norm"] = last_.grad_norm.item<double>();
+  }
+  return j;
+}
+
+void RunController::log(bool final) {
+  // The lag window closes here: this row reports the items received since the last one.
+  if (lag_n_ > 0) {
+    last_lag_mean_ = double(lag_sum_) / double(lag_n_);
+    last_lag_max_ = lag_max_;
+  }
+  lag_sum_ = lag_n_ = lag_max_ = 0;
+  auto j = snapshot();
+  last_log_ = now_seconds();
+  metrics_->write(j);
+  auto num = [&](const char* k) { return j[k].is_null() ? std::nan("") : j[k].get<double>(); };
+  std::string line = fmt::format(
+      "[{:7.1f}s] steps {:>10} | {:>8.0f} SPS | learner {:>8.0f} samples/s | return {:7.1f} | lag {:.1f}/{} | "
+      "loss pi {:+.3f} v {:.3f} ent {:.3f} | replay {}/{}",
+      num("time_s"), status_.env_steps, num("sps"), num("learner_samples_per_s"), num("mean_return"), last_lag_mean_,
+      last_lag_max_, j.value("loss_policy", 0.0), j.value("loss_value", 0.0), j.value("entropy", 0.0), status_.fill,
+      status_.capacity);
+  if (live_status() && !final) fmt::print("\r{}\x1b[K", line);
+  else fmt::print("{}\n", line);
+  std::fflush(stdout);
+}
+
+void RunController::maybe_log() {
+  if (lead_ && now_seconds() - last_log_ >= cfg_.run.log_interval_s) log(false);
+}
+
+void RunController::save_model(models::Policy& policy, const envs::EnvSpec& spec) {
+  // A CPU copy, so `mpirl eval` loads it anywhere.
+  std::vector<float> flat(size_t(models::num_params(policy)));
+  models::write_flat(policy, flat.data());
+  models::Policy cpu(spec, models::model_options(cfg_));
+  models::read_flat(cpu, flat.data());
+  std::ostringstream os;
+  torch::save(cpu, os);
+  write_file_atomic(run_dir_ + "/model.pt", os.str());
+}
+
+void RunController::write_summary(const std::string& reason, const nlohmann::json& extra, bool final) {
+  if (wall_ == 0) wall_ = elapsed();
+  if (final) log(true);
+  auto s = snapshot();
+  s["wall_time_s"] = wall_;
+  s["stop_reason"] = reason;
+  s["final_mean_return"] = s["mean_return"];
+  s["learners"] = comms_.layout.learners;
+  s["actors"] = comms_.layout.actors();
+  s["world_size"] = comms_.layout.world;
+  s["replay"] = to_json(status_);
+  s["replay_final"] = final;  // false: written before the replay's goodbye (its counters may still move)
+  const auto& c = final ? totals_ : counts_;
+  s["learner_counts"] = {{"received", c.received},           {"trained", c.trained},
+                         {"too_old", c.too_old},             {"lag_unknown", c.lag_unknown},
+                         {"restored_sampled", c.restored_sampled}, {"updates", c.updates},
+                         {"optimizer_steps", c.optimizer_steps}, {"truncations", c.truncations},
+                         {"bootstraps", c.bootstraps},       {"summed_over_learners", final}};
+  if (status_.dump.dumps > 0 || status_.dump.failures > 0)
+    s["replay_dump"] = {{"path", status_.dump.path},
+                        {"items", status_.dump.items},
+                        {"checksum_crc32", status_.dump.checksum},
+                        {"seconds", status_.dump.seconds},
+                        {"failures", status_.dump.failures},
+                        {"last_error", status_.dump.last_error}};
+  for (auto& [k, v] : extra.items()) s[k] = v;
+  write_json_atomic(run_dir_ + "/summary.json", s);
+  if (final)
+    spdlog::info("run finished ({}): {} env steps in {:.1f} s = {:.0f} SPS, {} updates, mean return {} -> {}", reason,
+                 status_.env_steps, wall_, s["sps"].get<double>(), counts_.updates, s["mean_return"].dump(), run_dir_);
+}
+
+}  // namespace mpirl::learner

@@ -1,0 +1,91 @@
+#pragma once
+// The run controller: stop conditions, metrics.jsonl, the status line, model.pt and
+// summary.json. Every learner keeps one (the wall-clock limit applies to each, and each counts
+// what it received and trained on); only learner 0 (`lead`) decides the other stop conditions and
+// writes files. Host reads of loss tensors happen once per log row, never per update.
+#include <deque>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "comm/protocol.h"
+#include "comm/ranks.h"
+#include "core/config.h"
+#include "core/run_dir.h"
+#include "learner/batch_source.h"
+#include "learner/trainer.h"
+#include "models/policy.h"
+
+namespace mpirl::learner {
+
+// What one learner counted itself (summed over learners for the summary).
+struct LearnerCounts {
+  int64_t received = 0;         // sequences received from the replay (those drained at the stop too)
+  int64_t trained = 0;          // sequences trained on
+  int64_t too_old = 0;          // dropped: policy lag above learner.max_policy_lag
+  int64_t lag_unknown = 0;      // items from a previous run (restored)
+  int64_t restored_sampled = 0; // sampled items that were restored from a dump (by insertion number)
+  int64_t updates = 0, optimizer_steps = 0;
+  int64_t truncations = 0;      // truncated steps in the batches trained on (from the flags)
+  int64_t bootstraps = 0;       // truncation bootstraps valued with current parameters (boot_step)
+};
+
+class RunController {
+ public:
+  RunController(const Config& cfg, const Comms& comms, const std::string& run_dir);
+  bool lead() const { return lead_; }
+  void start();
+  double elapsed() const;
+
+  void on_batch(const Batch& b);          // episodes, lag, status, counts
+  void on_update(const UpdateResult& r);  // keeps the loss tensors for the next log row
+  void add_wait(double seconds) { wait_s_ += seconds; }
+  LearnerCounts& counts() { return counts_; }
+
+  bool wall_limit_reached() const;
+  // Why the run should stop now ("" = go on). Learner 0: steps, wall clock, mean return; others:
+  // the wall clock only.
+  std::string stop_reason() const;
+  void maybe_log();  // learner 0: a metrics row and the status line every run.log_interval_s
+
+  // Learner 0, at the end: model.pt, then summary.json (written again with final=true once the
+  // replay has said goodbye). Both are atomic.
+  void save_model(models::Policy& policy, const envs::EnvSpec& spec);
+  void write_summary(const std::string& reason, const nlohmann::json& extra, bool final);
+  void set_status(const ReplayStatus& s) { status_ = s; }
+  void set_totals(const LearnerCounts& all) { totals_ = all; }
+
+ private:
+  nlohmann::json snapshot() const;
+  void log(bool final);
+
+  struct Window {  // mean of the last n values
+    explicit Window(size_t n) : n(n) {}
+    void add(double v);
+    double mean() const;
+    size_t n;
+    std::deque<double> q;
+    double sum = 0;
+  };
+
+  const Config& cfg_;
+  const Comms& comms_;
+  std::string run_dir_;
+  bool lead_;
+  std::unique_ptr<MetricsLog> metrics_;
+  ReplayStatus status_;
+  LearnerCounts counts_, totals_;
+  Window returns_{100}, lengths_{100};
+  int64_t episodes_ = 0;
+  // Policy lag over the items received since the last log row (the recent window).
+  int64_t lag_sum_ = 0, lag_n_ = 0, lag_max_ = 0;
+  double last_lag_mean_ = 0;
+  int64_t last_lag_max_ = 0;
+  UpdateResult last_;
+  double start_ = 0, last_log_ = 0, wait_s_ = 0, wall_ = 0;
+};
+
+nlohmann::json to_json(const ReplayStatus& s);
+
+}  // namespace mpirl::learner
