@@ -63,7 +63,8 @@ class ReplayServer {
       progress |= handle_actors();
       progress |= serve();
       progress |= dumps_.poll(rb_, stopping_);
-      if (!acked_ && byes_.size() == size_t(L)) finish_learners();
+      // The goodbyes carry the final counters: only once every actor has said it is done too.
+      if (!acked_ && byes_.size() == size_t(L) && actors_done_ == A) finish_learners();
       sends_.progress();
       if (progress) backoff.reset(); else backoff.idle();
     }

@@ -19,8 +19,9 @@
 //   |                                           |  ActorDoneAck ----------> |  sent rollout is delivered
 //   | LearnerBye --------------------------->   |  <--- LearnerBye          |
 //   |   (model.pt and summary.json are written before the Bye: they never depend on the dump)
-//   |                                           | after every learner's Bye: final dump (a failure is
-//   |                                           | reported, never fatal), then LearnerByeAck(status)
+//   |                                           | after every learner's Bye and every ActorDone: final
+//   |                                           | dump (a failure is reported, never fatal), then
+//   |                                           | LearnerByeAck(final status)
 //   | <----------- LearnerByeAck --------------- | -----> LearnerByeAck      |
 //   | summary.json rewritten with the final status; every rank leaves its loop and exits 0
 //
