@@ -246,17 +246,7 @@ class Actor {
 
   // Stop: every rollout already sent is delivered, then ActorDone, then wait for its ack.
   void finish() {
-    Backoff b;
-    for (auto& s : slots_) {
-      while (s.req != MPI_REQUEST_NULL) {
-        int done = 0;
-        MPIRL_MPI(MPI_Test(&s.req, &done, MPI_STATUS_IGNORE));
-        if (!done) {
-          poll_ctl();
-          b.idle();
-        }
-      }
-    }
+    for (auto& s : slots_) wait_request(s.req, [&] { poll_ctl(); });
     wire::Envelope env;
     env.kind = wire::Kind::ActorDone;
     env.sender = comms_.rank;
@@ -266,7 +256,7 @@ class Actor {
     MPI_Request req;
     MPIRL_MPI(MPI_Isend(frame.data(), int(frame.size()), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world, &req));
     wait_request(req, [&] { poll_ctl(); });
-    while (!poll_ctl()) b.idle();
+    for (Backoff b; !poll_ctl();) b.idle();
     spdlog::debug("actor {}: done after {} rollouts", comms_.rank, seq_ - 1);
   }
 

@@ -42,12 +42,13 @@ class ReplayServer {
   ReplayServer(const Config& cfg, const Comms& comms, const std::string& run_dir)
       : cfg_(cfg), comms_(comms), spec_(envs::env_spec(cfg)),
         layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)), rb_(layout_, server_options(cfg, layout_)),
-        dumps_(cfg, run_dir), sampled_by_(size_t(comms.layout.learners), 0),
+        dumps_(cfg, run_dir),
         reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
+    c_.sampled_by_learner.assign(size_t(comms.layout.learners), 0);
     if (!cfg.replay.restore.empty()) {
       auto h = restore_replay(rb_, cfg.replay.restore, cfg.env.id);
-      restored_ = h.items;
-      restored_seq_end_ = rb_.next_insert_seq();
+      c_.restored = h.items;
+      c_.restored_seq_end = rb_.next_insert_seq();
       spdlog::info("replay: restored {} items from '{}'", h.items, cfg.replay.restore);
     }
     write_file_atomic(run_dir + "/replay.pid", fmt::format("{}\n", ::getpid()));
@@ -73,17 +74,11 @@ class ReplayServer {
   }
 
  private:
+  // The replay's own counters (c_) and the buffer's, as the learners receive them.
   ReplayStatus status() const {
     const auto& r = rb_.counters();
-    ReplayStatus s;
-    s.env_steps = env_steps_;
-    s.actor_env_steps = actor_env_steps_;
-    s.rollouts = rollouts_;
-    s.discarded_rollouts = discarded_;
-    s.episodes = episodes_;
+    ReplayStatus s = c_;
     s.inserted = r.inserted;
-    s.restored = restored_;
-    s.restored_seq_end = restored_seq_end_;
     s.evicted = r.evicted;
     s.consumed = r.consumed;
     s.fill = rb_.size();
@@ -93,7 +88,6 @@ class ReplayServer {
     s.priority_updates = r.priority_updates;
     s.stale_priority_updates = r.stale_priority_updates;
     s.max_priority = rb_.max_priority();
-    s.sampled_by_learner = sampled_by_;
     s.dump = dumps_.status();
     return s;
   }
@@ -188,7 +182,7 @@ class ReplayServer {
         const auto& a = msg.env.arrays;
         if (a.size() != 1 || a[0].name != "env_steps" || a[0].dtype != wire::DType::I64 || a[0].elements() != 1)
           throw Error(fmt::format("ActorDone from rank {} does not carry its env step count", src));
-        actor_env_steps_ += msg.array<int64_t>(0)[0];
+        c_.actor_env_steps += msg.array<int64_t>(0)[0];
         ++actors_done_;
         send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
         continue;
@@ -202,7 +196,7 @@ class ReplayServer {
         if (!stopping_)
           throw Error(fmt::format("rollout from rank {} is {} bytes, more than the {} a rollout can take", src, count,
                                   rb_.chunk_bytes()));
-        ++discarded_;
+        ++c_.discarded_rollouts;
       } else {
         size_t m = msg.desc(size_t(ir)).elements();
         const float* r = msg.array<float>(size_t(ir));
@@ -216,9 +210,9 @@ class ReplayServer {
           ep_lengths_.pop_front();
         }
         rb_.commit_chunk(size_t(msg.payload - buf), rows);
-        ++rollouts_;
-        env_steps_ += rows * layout_.T();
-        episodes_ += int64_t(m);
+        ++c_.rollouts;
+        c_.env_steps += rows * layout_.T();
+        c_.episodes += int64_t(m);
       }
       send_small(wire::Kind::RolloutAck, src, kTagActorCtl, false);
     }
@@ -249,7 +243,7 @@ class ReplayServer {
       buf.resize(off + payload_len);
       char* payload = buf.data() + off;
       auto s = rb_.sample(B, payload);
-      sampled_by_[size_t(dest)] += B;
+      c_.sampled_by_learner[size_t(dest)] += B;
       for (int64_t k = 0; k < m; ++k) {
         reinterpret_cast<float*>(payload + offsets[nf])[k] = ep_returns_[size_t(k)];
         reinterpret_cast<int32_t*>(payload + offsets[nf + 1])[k] = ep_lengths_[size_t(k)];
@@ -289,11 +283,9 @@ class ReplayServer {
   std::deque<int> pending_;
   std::deque<float> ep_returns_;
   std::deque<int32_t> ep_lengths_;
-  std::vector<int64_t> sampled_by_;
   std::vector<int> byes_;
   const size_t reply_capacity_;
-  int64_t rollouts_ = 0, env_steps_ = 0, actor_env_steps_ = 0, episodes_ = 0, discarded_ = 0, restored_ = 0,
-          restored_seq_end_ = 0;
+  ReplayStatus c_;  // counted here: rollouts, env steps (stored, and as the actors report them), restored
   uint64_t seq_ = 0;
   bool stopping_ = false, acked_ = false, final_dump_ok_ = true;
   int actors_done_ = 0, next_actor_ = 0;

@@ -28,6 +28,7 @@ def main():
     ax2.plot(steps, [r["sps"] for r in rows], label="env SPS")
     ax2.plot(steps, [r["learner_samples_per_s"] for r in rows], label="learner samples/s")
     ax2.set_ylabel("per second")
+    ax2.set_ylim(bottom=0)
     ax2.set_xlabel("env steps")
     ax2.legend()
     ax2.grid(alpha=0.3)
