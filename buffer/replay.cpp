@@ -12,6 +12,7 @@
 #include "buffer/hdf5_dump.h"
 #include "buffer/replay_buffer.h"
 #include "buffer/replay_config.h"
+#include "buffer/stall_watch.h"
 #include "comm/protocol.h"
 #include "comm/seq_layout.h"
 #include "comm/transport.h"
@@ -28,21 +29,12 @@ namespace {
 
 constexpr size_t kMaxPendingEpisodes = 100000;
 
-// A chunk holds one whole rollout frame as the actor sends it: the header region, E sequences and
-// up to E*T episode statistics.
-ReplayOptions server_options(const Config& cfg, const SeqLayout& layout) {
-  auto o = replay_options(cfg);
-  const int64_t E = cfg.env.num_envs;
-  o.chunk_bytes = wire::kHeaderRegion + wire::payload_bytes(layout.arrays(E, true, E * layout.T()));
-  return o;
-}
-
 class ReplayServer {
  public:
   ReplayServer(const Config& cfg, const Comms& comms, const std::string& run_dir)
       : cfg_(cfg), comms_(comms), spec_(envs::env_spec(cfg)),
         layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)), rb_(layout_, server_options(cfg, layout_)),
-        dumps_(cfg, run_dir),
+        dumps_(cfg, run_dir), stalls_(comms, cfg.run.stall_timeout_s),
         reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
     c_.sampled_by_learner.assign(size_t(comms.layout.learners), 0);
     if (!cfg.replay.restore.empty()) {
@@ -64,6 +56,7 @@ class ReplayServer {
       progress |= handle_actors();
       progress |= serve();
       progress |= dumps_.poll(rb_, stopping_);
+      stalls_.check();
       // The goodbyes carry the final counters: only once every actor has said it is done too.
       if (!acked_ && byes_.size() == size_t(L) && actors_done_ == A) finish_learners();
       sends_.progress();
@@ -160,6 +153,7 @@ class ReplayServer {
       }
       tried = 0;
       any = true;
+      stalls_.heard(src);
       MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
       const bool into_chunk = !stopping_ && size_t(count) <= rb_.chunk_bytes();
       char* buf;
@@ -183,6 +177,7 @@ class ReplayServer {
         if (a.size() != 1 || a[0].name != "env_steps" || a[0].dtype != wire::DType::I64 || a[0].elements() != 1)
           throw Error(fmt::format("ActorDone from rank {} does not carry its env step count", src));
         c_.actor_env_steps += msg.array<int64_t>(0)[0];
+        stalls_.done(src);
         ++actors_done_;
         send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
         continue;
@@ -278,6 +273,7 @@ class ReplayServer {
   SeqLayout layout_;
   ReplayBuffer rb_;
   DumpScheduler dumps_;
+  StallWatch stalls_;
   SendPool sends_;
   std::vector<char> rbuf_;
   std::deque<int> pending_;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "buffer/hdf5_dump.h"
+#include "comm/wire.h"
 #include "core/error.h"
 #include "core/run_dir.h"
 #include "envs/registry.h"
@@ -94,6 +95,15 @@ ReplayOptions replay_options(const Config& cfg) {
   o.importance_anneal_items = cfg.replay.importance_anneal_items;
   o.seed = cfg.run.seed * 7919 + 17;
   o.chunk_rows = cfg.env.num_envs;  // one rollout per chunk: received in place, no copy
+  return o;
+}
+
+// A chunk holds one whole rollout frame as the actor sends it: the header region, E sequences and
+// up to E*T episode statistics.
+ReplayOptions server_options(const Config& cfg, const SeqLayout& layout) {
+  auto o = replay_options(cfg);
+  const int64_t E = cfg.env.num_envs;
+  o.chunk_bytes = wire::kHeaderRegion + wire::payload_bytes(layout.arrays(E, true, E * layout.T()));
   return o;
 }
 

@@ -6,5 +6,7 @@
 namespace mpirl::buffer {
 
 ReplayOptions replay_options(const Config& cfg);
+// The replay rank's options: chunks sized to take one whole rollout frame in place.
+ReplayOptions server_options(const Config& cfg, const SeqLayout& layout);
 
 }  // namespace mpirl::buffer

@@ -1,5 +1,7 @@
 #include "comm/ranks.h"
 
+#include <unistd.h>
+
 #include "core/error.h"
 
 namespace mpirl {
@@ -39,6 +41,19 @@ Comms Comms::create(const Layout& layout) {
   MPIRL_MPI(MPI_Comm_split(MPI_COMM_WORLD, r == Role::Learner ? 0 : MPI_UNDEFINED, c.rank, &c.learners));
   bool pub = (c.rank == 0) || r == Role::Actor;
   MPIRL_MPI(MPI_Comm_split(MPI_COMM_WORLD, pub ? 0 : MPI_UNDEFINED, c.rank, &c.publish));
+  constexpr int kHost = 64;
+  char mine[kHost] = {0};
+  gethostname(mine, kHost - 1);
+  std::vector<char> all(size_t(kHost) * size_t(layout.world));
+  MPIRL_MPI(MPI_Allgather(mine, kHost, MPI_CHAR, all.data(), kHost, MPI_CHAR, MPI_COMM_WORLD));
+  for (int i = 0; i < layout.world; ++i) c.hosts.emplace_back(all.data() + size_t(i) * kHost);
+  if (c.learners != MPI_COMM_NULL) {
+    MPI_Comm node;
+    MPIRL_MPI(MPI_Comm_split_type(c.learners, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &node));
+    MPIRL_MPI(MPI_Comm_rank(node, &c.node_learner_index));
+    MPIRL_MPI(MPI_Comm_size(node, &c.node_learners));
+    MPI_Comm_free(&node);
+  }
   return c;
 }
 

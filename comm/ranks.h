@@ -1,6 +1,7 @@
 #pragma once
 // Rank layout: ranks 0..L-1 are learners, rank L is the replay, ranks L+1.. are actors.
 #include <string>
+#include <vector>
 
 #include <mpi.h>
 
@@ -32,6 +33,11 @@ struct Comms {
   MPI_Comm publish = MPI_COMM_NULL;   // learner 0 (root, rank 0 in it) + actors: parameter broadcasts
   int rank = 0;
   Layout layout;
+  std::vector<std::string> hosts;     // host name of every world rank (for messages)
+  // Learners only: this learner's index among the learners on its node, and how many there are
+  // (MPI_COMM_TYPE_SHARED over the learner communicator: actors on the node do not count).
+  int node_learner_index = 0, node_learners = 1;
+  std::string host(int r) const { return r >= 0 && size_t(r) < hosts.size() ? hosts[size_t(r)] : "?"; }
   Role role() const { return layout.role_of(rank); }
   static Comms create(const Layout& layout);
   void free();

@@ -54,6 +54,7 @@ const Schema& schema() {
     m["run.max_wall_seconds"] = float_field(0, inf, [](Config& c, double v) { c.run.max_wall_seconds = v; });
     m["run.stop_mean_return"] = float_field(-inf, inf, [](Config& c, double v) { c.run.stop_mean_return = v; }, true);
     m["run.log_interval_s"] = float_field(0.05, 3600, [](Config& c, double v) { c.run.log_interval_s = v; });
+    m["run.stall_timeout_s"] = float_field(0, 1e9, [](Config& c, double v) { c.run.stall_timeout_s = v; });
     m["roles.learners"] = int_field(1, 4096, [](Config& c, int64_t v) { c.roles.learners = int(v); });
     m["env.id"] = string_field({}, [](Config& c, std::string v) { c.env.id = v; });
     m["env.num_envs"] = int_field(1, 65536, [](Config& c, int64_t v) { c.env.num_envs = int(v); });

@@ -12,7 +12,7 @@ struct Config {
     std::string name, out_dir;
     uint64_t seed = 1;
     int64_t total_env_steps = 0;
-    double max_wall_seconds = 0, stop_mean_return = 0, log_interval_s = 2;
+    double max_wall_seconds = 0, stop_mean_return = 0, log_interval_s = 2, stall_timeout_s = 600;
   } run;
   struct Roles {
     int learners = 1;

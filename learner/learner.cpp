@@ -11,6 +11,7 @@
 #include "core/fault.h"
 #include "envs/registry.h"
 #include "learner/batch_source.h"
+#include "learner/device.h"
 #include "learner/publish_schedule.h"
 #include "learner/run_controller.h"
 #include "learner/trainer.h"
@@ -18,14 +19,13 @@
 namespace mpirl::learner {
 namespace {
 
-torch::Device pick_device(const Config& cfg, int rank) {
-  bool cuda = torch::cuda::is_available();
-  if (cfg.learner.device == "cuda" && !cuda)
-    throw Error(fmt::format("learner.device = \"cuda\" but no CUDA device is visible on rank {}", rank));
-  if (cfg.learner.device == "cpu" || !cuda) return torch::kCPU;
-  const char* lr = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  int local = lr ? std::atoi(lr) : rank;
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local % int(torch::cuda::device_count())));
+torch::Device pick_device(const Config& cfg, const Comms& comms) {
+  const int visible = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
+  auto p = pick_gpu(cfg.learner.device, comms.node_learner_index, comms.node_learners, visible, comms.rank,
+                    comms.host(comms.rank));
+  if (!p.note.empty()) spdlog::warn("{}", p.note);
+  if (p.device < 0) return torch::kCPU;
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(p.device));
 }
 
 // Learner 0's side of the parameter channel (the schedule is learner/publish_schedule.h).
@@ -86,7 +86,7 @@ LearnerCounts sum_counts(const Comms& comms, const LearnerCounts& c) {
 void run_learner(const Config& cfg, const Comms& comms, const std::string& run_dir) {
   torch::set_num_threads(cfg.learner.threads);
   const bool lead = comms.rank == 0;
-  const torch::Device device = pick_device(cfg, comms.rank);
+  const torch::Device device = pick_device(cfg, comms);
   const envs::EnvSpec spec = envs::env_spec(cfg);
   const SeqLayout layout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec));
   torch::manual_seed(cfg.run.seed);
@@ -116,9 +116,17 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
   }
   source.start();
   int64_t version = 0;  // = updates so far; what learner 0 publishes
+  double last_batch = now_seconds();
   auto while_waiting = [&] {
     if (publisher) publisher->poll();
     run.maybe_log();
+    // Twice the timeout: a silent actor is reported first by the replay, which knows which one.
+    const double silent = now_seconds() - last_batch;
+    if (cfg.run.stall_timeout_s > 0 && silent > 2 * cfg.run.stall_timeout_s)
+      throw Error(fmt::format("learner rank {}: no batch from the replay (rank {} @ {}) for {:.1f} s, more than twice "
+                              "run.stall_timeout_s = {} s: a stalled replay, or no actor delivering",
+                              comms.rank, comms.layout.replay_rank(), comms.host(comms.layout.replay_rank()), silent,
+                              cfg.run.stall_timeout_s));
     return !run.wall_limit_reached();
   };
   std::string reason;
@@ -127,7 +135,10 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
     const double t0 = now_seconds();
     Batch* b = source.next(version, while_waiting);
     run.add_wait(now_seconds() - t0);
-    if (b) run.on_batch(*b);
+    if (b) {
+      last_batch = now_seconds();
+      run.on_batch(*b);
+    }
     reason = run.stop_reason();
     if (!b && reason.empty()) reason = "max_wall_seconds";
     if (agree_stop(comms, !reason.empty())) break;

@@ -239,6 +239,34 @@ def case_abort_on_rank_error(args):
         check(not left, f"rank {rank}: no rank left running ({left})")
 
 
+def case_stall_detected(args):
+    # Every env step takes 10 s (a hung simulator): the replay hears nothing from the actors for
+    # run.stall_timeout_s and ends the job, naming the silent ranks and their hosts.
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = command(args, 4, ["env.id=\"Synthetic\"", "env.step_cost_us=10000000", "env.cost_mode=\"sleep\"",
+                            "env.num_envs=1", "run.stall_timeout_s=2"], out_dir)
+    t0 = time.time()
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120)
+    dt = time.time() - t0
+    sys.stdout.write(p.stderr[-1500:])
+    check(p.returncode != 0, f"job exit code {p.returncode} != 0")
+    check("run.stall_timeout_s" in p.stderr and "rank 2 @" in p.stderr and "rank 3 @" in p.stderr,
+          "the error names the silent actor ranks and their hosts")
+    check(dt < 2 + 10, f"job gone in {dt:.1f} s (timeout 2 s)")
+    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    check(not left, f"no rank left running ({left})")
+
+
+def case_backpressure_is_not_a_stall(args):
+    # A slow learner (APPO with 300 epochs, ~0.8 s per update) keeps the queue full, so actors
+    # wait on it far longer than run.stall_timeout_s: waiting with a rollout sent is not a stall.
+    p, dt, d = run(args, 4, ["learner.algo=appo", "learner.appo_epochs=300", "run.stall_timeout_s=0.5",
+                             "run.total_env_steps=20000"], 240)
+    s = finished_run(p, d, 20000)
+    check(s["wall_time_s"] > 5, f"the learner was the bottleneck for {s['wall_time_s']:.1f} s")
+
+
 def case_bad_dump_path(args):
     blocker = os.path.join(args.workdir, f"file-{uuid.uuid4().hex[:8]}")
     open(blocker, "w").write("x")

@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
+#include "core/error.h"
 #include "envs/registry.h"
+#include "learner/device.h"
 #include "learner/publish_schedule.h"
 #include "learner/trainer.h"
 
@@ -89,4 +91,30 @@ TEST(PublishSchedule, ADuePublishWaitsForTheChannelAndCarriesTheNewestVersion) {
   EXPECT_EQ(s.take(true), -1);
   EXPECT_EQ(s.published(), 1);
   EXPECT_EQ(s.last_version(), 8);
+}
+
+TEST(GpuPick, ByIndexAmongTheNodesLearnersNotByLocalRank) {
+  // Two learners on a node with two GPUs: one each, whatever their world or local ranks.
+  auto a = pick_gpu("auto", 0, 2, 2, 0, "n1"), b = pick_gpu("auto", 1, 2, 2, 5, "n1");
+  EXPECT_EQ(a.device, 0);
+  EXPECT_EQ(b.device, 1);
+  EXPECT_FALSE(a.shared || b.shared);
+  EXPECT_TRUE(a.note.empty());
+  // One learner per node (4 GPUs each): always cuda:0, never its world rank modulo the count.
+  EXPECT_EQ(pick_gpu("auto", 0, 1, 4, 3, "n2").device, 0);
+  // Three learners, two GPUs: round-robin, and reported naming the host and the device.
+  auto c = pick_gpu("auto", 2, 3, 2, 7, "gpu-node-9");
+  EXPECT_EQ(c.device, 0);
+  EXPECT_TRUE(c.shared);
+  EXPECT_NE(c.note.find("gpu-node-9"), std::string::npos) << c.note;
+  EXPECT_NE(c.note.find("cuda:0"), std::string::npos) << c.note;
+  // No GPU: CPU for "auto", an error naming rank and host for "cuda"; "cpu" ignores GPUs.
+  EXPECT_EQ(pick_gpu("auto", 0, 1, 0, 0, "n3").device, -1);
+  EXPECT_EQ(pick_gpu("cpu", 0, 1, 8, 0, "n3").device, -1);
+  try {
+    pick_gpu("cuda", 0, 1, 0, 4, "cpu-node-2");
+    FAIL() << "expected an error";
+  } catch (const mpirl::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 4 @ cpu-node-2"), std::string::npos) << e.what();
+  }
 }
