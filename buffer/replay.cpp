@@ -184,8 +184,11 @@ class ReplayServer {
       }
       int64_t rows = layout_.check(msg, src);
       if (rows != E) throw Error(fmt::format("rollout from rank {} holds {} envs, expected env.num_envs = {}", src, rows, E));
-      int ir = msg.find("episode_return"), il = msg.find("episode_length");
-      if (ir < 0 || il < 0 || msg.desc(size_t(ir)).elements() != msg.desc(size_t(il)).elements())
+      const size_t ir = layout_.fields().size(), il = ir + 1;  // the statistics follow the sequences
+      const auto& a = msg.env.arrays;
+      if (a.size() != il + 1 || a[ir].name != "episode_return" || a[il].name != "episode_length" ||
+          a[ir].dtype != wire::DType::F32 || a[il].dtype != wire::DType::I32 || a[ir].shape.size() != 1 ||
+          a[il].shape != a[ir].shape)
         throw Error(fmt::format("rollout from rank {} lacks consistent episode statistics", src));
       if (!into_chunk) {
         if (!stopping_)
@@ -193,9 +196,9 @@ class ReplayServer {
                                   rb_.chunk_bytes()));
         ++c_.discarded_rollouts;
       } else {
-        size_t m = msg.desc(size_t(ir)).elements();
-        const float* r = msg.array<float>(size_t(ir));
-        const int32_t* l = msg.array<int32_t>(size_t(il));
+        size_t m = msg.desc(ir).elements();
+        const float* r = msg.array<float>(ir);
+        const int32_t* l = msg.array<int32_t>(il);
         for (size_t k = 0; k < m; ++k) {
           ep_returns_.push_back(r[k]);
           ep_lengths_.push_back(l[k]);

@@ -133,8 +133,8 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
   out.too_old = out.lag_sum = out.lag_max = out.lag_known = out.lag_unknown = 0;
   for (int64_t i = 0; i < B; ++i) {
     const int64_t lag = version - ver[i];
-    if (ver[i] < 0 || lag < 0) {
-      ++out.lag_unknown;  // collected by another run (a restored item): its lag is not defined here
+    if (out.insert_seqs[size_t(i)] < out.status.restored_seq_end || ver[i] < 0 || lag < 0) {
+      ++out.lag_unknown;  // collected by another run (a restored item): its version is not ours
     } else {
       out.lag_sum += lag;
       out.lag_max = std::max(out.lag_max, lag);
@@ -189,16 +189,10 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
   t.truncated = dev(host_field(Seq::Truncated, true)).to(f32);
   t.behaviour_logp = dev(host_field(Seq::Logp, true));
   t.state0 = layout_.has(Seq::State0) ? dev(host_field(Seq::State0, false)) : torch::Tensor();
-  t.trunc_value = torch::Tensor();
-  // Importance weights (prioritized) times the lag mask, renormalised so the loss stays a mean
-  // over the sequences kept.
-  t.weights = torch::Tensor();
-  if (prioritized_ || out.too_old > 0) {
-    auto w = torch::from_blob(keep.data(), {B}, f32).clone();
-    if (prioritized_) w.mul_(torch::from_blob(const_cast<float*>(msg.array<float>(nf + 4)), {B}, f32));
-    if (out.kept > 0) w.mul_(double(B) / double(out.kept));
-    t.weights = w.to(device_);
-  }
+  // Importance weights (prioritized replay) and the lag mask (the losses average over kept items).
+  t.weights = prioritized_ ? torch::from_blob(const_cast<float*>(msg.array<float>(nf + 4)), {B}, f32).to(device_, f32, false, true)
+                           : torch::Tensor();
+  t.keep = out.too_old > 0 ? torch::from_blob(keep.data(), {B}, f32).to(device_, f32, false, true) : torch::Tensor();
 
   out.truncations = 0;
   {

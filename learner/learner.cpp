@@ -33,9 +33,10 @@ class Publisher {
  public:
   Publisher(const Comms& comms, models::Policy& policy)
       : policy_(policy), flat_(size_t(models::num_params(policy))), channel_(comms.publish, int64_t(flat_.size())) {}
-  void due(int64_t version) { schedule_.due(version); }
-  void poll() {
-    const int64_t v = schedule_.take(channel_.idle());
+  void due() { schedule_.due(); }
+  // `version`: of the parameters as they are now (the updates so far).
+  void poll(int64_t version) {
+    const int64_t v = schedule_.take(channel_.idle(), version);
     if (v < 0) return;
     models::write_flat(policy_, flat_.data());
     channel_.publish(flat_.data(), v);
@@ -51,12 +52,16 @@ class Publisher {
   PublishSchedule schedule_;
 };
 
-// Every learner leaves at the same update: a stop anywhere stops all (MAX over learners).
-bool agree_stop(const Comms& comms, bool stop) {
-  if (comms.layout.learners == 1) return stop;
-  int flag = stop ? 1 : 0;
-  MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_MAX, comms.learners));
-  return flag != 0;
+// What every learner must decide together before an update (one MAX all-reduce): a stop anywhere
+// stops all, at the same update; the update happens unless no learner kept any sequence (every
+// one too old), since all learners must take the same optimizer steps.
+struct Agreed {
+  bool stop = false, update = false;
+};
+Agreed agree(const Comms& comms, bool stop, bool kept_any) {
+  int v[2] = {stop ? 1 : 0, kept_any ? 1 : 0};
+  if (comms.layout.learners > 1) MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, comms.learners));
+  return {v[0] != 0, v[1] != 0};
 }
 
 // Largest parameter difference between learner 0 and the others (0 when they stayed identical).
@@ -110,15 +115,15 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
   run.start();
   if (lead) {  // actors wait for version 0 before stepping
     publisher = std::make_unique<Publisher>(comms, policy);
-    publisher->due(0);
-    publisher->poll();
+    publisher->due();
+    publisher->poll(0);
     publisher->wait();
   }
   source.start();
   int64_t version = 0;  // = updates so far; what learner 0 publishes
   double last_batch = now_seconds();
   auto while_waiting = [&] {
-    if (publisher) publisher->poll();
+    if (publisher) publisher->poll(version);
     run.maybe_log();
     // Twice the timeout: a silent actor is reported first by the replay, which knows which one.
     const double silent = now_seconds() - last_batch;
@@ -137,17 +142,20 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
     run.add_wait(now_seconds() - t0);
     if (b) {
       last_batch = now_seconds();
-      run.on_batch(*b);
+      run.on_reply(*b);  // the replay's counters and finished episodes: what the stop depends on
     }
     reason = run.stop_reason();
     if (!b && reason.empty()) reason = "max_wall_seconds";
-    if (agree_stop(comms, !reason.empty())) break;
+    const Agreed a = agree(comms, !reason.empty(), b && b->kept > 0);
+    if (a.stop) break;
+    run.on_trained(*b);  // counted only for batches that are trained on (or all masked out)
+    if (!a.update) continue;  // every sequence of every learner too old: no step on zero gradients
     auto r = trainer.update(b->train, b->boot);
     source.send_priorities(*b, r.priorities);
     run.on_update(r);
     ++version;
-    if (publisher && version % cfg.learner.publish_interval == 0) publisher->due(version);
-    if (publisher) publisher->poll();
+    if (publisher && version % cfg.learner.publish_interval == 0) publisher->due();
+    if (publisher) publisher->poll(version);
     source.progress();
     run.maybe_log();
   }

@@ -4,8 +4,9 @@ namespace mpirl::learner {
 
 TrainBatch TrainBatch::slice_batch(int64_t begin, int64_t end) const {
   auto s = [&](const torch::Tensor& t) { return t.slice(1, begin, end); };
-  TrainBatch b{s(obs), s(actions), s(rewards), s(terminated), s(truncated), s(behaviour_logp), s(trunc_value), {}, {}, {}};
+  TrainBatch b{s(obs), s(actions), s(rewards), s(terminated), s(truncated), s(behaviour_logp), s(trunc_value), {}, {}, {}, {}};
   if (weights.defined()) b.weights = weights.slice(0, begin, end);
+  if (keep.defined()) b.keep = keep.slice(0, begin, end);
   if (is_init.defined()) b.is_init = s(is_init);
   if (state0.defined()) b.state0 = state0.slice(0, begin, end);
   return b;
@@ -29,7 +30,10 @@ Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const mo
 namespace {
 // Mean over [T, B], each sequence weighted by its importance weight when there is one.
 torch::Tensor wmean(const torch::Tensor& x, const TrainBatch& b) {
-  return b.weights.defined() ? (x * b.weights.unsqueeze(0)).mean() : x.mean();
+  if (!b.keep.defined()) return b.weights.defined() ? (x * b.weights.unsqueeze(0)).mean() : x.mean();
+  // Mean over the kept sequences only (an all-masked batch gives 0, never a division by 0).
+  auto w = b.weights.defined() ? b.weights * b.keep : b.keep;
+  return (x * w.unsqueeze(0)).sum() / (b.keep.sum().clamp_min(1.0) * double(x.size(0)));
 }
 
 LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,

@@ -20,6 +20,8 @@ struct TrainBatch {
   torch::Tensor is_init;      // [T+1, B] float 0/1: the observation starts an episode (core reset)
   torch::Tensor state0;       // [B, S] recurrent state before step 0 (undefined without a core)
   torch::Tensor weights;      // [B] importance weights of a prioritized replay (undefined = 1)
+  torch::Tensor keep;         // [B] 1 = trained on, 0 = masked out (too old); undefined = all kept.
+                              // Losses are means over the kept sequences of each (mini)batch.
   TrainBatch slice_batch(int64_t begin, int64_t end) const;  // columns [begin, end)
 };
 

@@ -52,13 +52,16 @@ void RunController::start() { start_ = last_log_ = now_seconds(); }
 
 double RunController::elapsed() const { return now_seconds() - start_; }
 
-void RunController::on_batch(const Batch& b) {
+void RunController::on_reply(const Batch& b) {
   status_ = b.status;
   for (size_t k = 0; k < b.episode_returns.size(); ++k) {
     returns_.add(b.episode_returns[k]);
     lengths_.add(b.episode_lengths[k]);
     ++episodes_;
   }
+}
+
+void RunController::on_trained(const Batch& b) {
   lag_sum_ += b.lag_sum;
   lag_n_ += b.lag_known;
   lag_max_ = std::max(lag_max_, b.lag_max);
@@ -67,7 +70,7 @@ void RunController::on_batch(const Batch& b) {
   counts_.lag_unknown += b.lag_unknown;
   counts_.truncations += b.truncations;
   counts_.bootstraps += b.boot.count;
-  for (int64_t s : b.insert_seqs) counts_.restored_sampled += s < b.status.restored_seq_end;
+  for (int64_t s : b.insert_seqs) counts_.restored_sampled += s < b.status.restored_seq_end;  // trained on
 }
 
 void RunController::on_update(const UpdateResult& r) {

@@ -25,7 +25,7 @@ struct LearnerCounts {
   int64_t trained = 0;          // sequences trained on
   int64_t too_old = 0;          // dropped: policy lag above learner.max_policy_lag
   int64_t lag_unknown = 0;      // items from a previous run (restored)
-  int64_t restored_sampled = 0; // sampled items that were restored from a dump (by insertion number)
+  int64_t restored_sampled = 0; // items trained on that were restored from a dump (by insertion number)
   int64_t updates = 0, optimizer_steps = 0;
   int64_t truncations = 0;      // truncated steps in the batches trained on (from the flags)
   int64_t bootstraps = 0;       // truncation bootstraps valued with current parameters (boot_step)
@@ -38,7 +38,8 @@ class RunController {
   void start();
   double elapsed() const;
 
-  void on_batch(const Batch& b);          // episodes, lag, status, counts
+  void on_reply(const Batch& b);    // the replay's status and the episodes finished (every reply)
+  void on_trained(const Batch& b);  // lag and counts of a batch the learners go on to train on
   void on_update(const UpdateResult& r);  // keeps the loss tensors for the next log row
   void add_wait(double seconds) { wait_s_ += seconds; }
   LearnerCounts& counts() { return counts_; }

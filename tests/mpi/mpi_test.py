@@ -79,7 +79,6 @@ def finished_run(p, run_dir, min_steps, exit_code=0):
     check(r["actor_env_steps"] == r["env_steps"] + r["discarded_rollouts"] * E * T,
           f"actors sent {r['actor_env_steps']} env steps = replay stored {r['env_steps']} + discarded "
           f"{r['discarded_rollouts']} rollouts x {E * T}")
-    check(r["env_steps"] == r["rollouts"] * E * T, "stored env steps = rollouts x num_envs x rollout_len")
     # Learners count the sequences they received (those drained at the stop too); the replay counts
     # what it sampled for each learner.
     check(lc["summed_over_learners"] and lc["received"] == r["sampled"] == sum(r["sampled_by_learner"]),
@@ -177,8 +176,7 @@ def case_policy_lag_drop(args):
     s = finished_run(p, d, 100000)
     lc = s["learner_counts"]
     check(lc["too_old"] > 0 and lc["trained"] > 0, f"dropped {lc['too_old']} too-old sequences, trained on {lc['trained']}")
-    rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
-    check(all(r["policy_lag_mean"] >= 0 for r in rows), "policy lag never negative")
+    check(lc["lag_unknown"] == 0, "every item's lag is known in a run without a restore")
 
 
 def case_wall_limit_starved(args):

@@ -135,6 +135,9 @@ def case_restore(args):
     lc, r3 = s3["learner_counts"], s3["replay"]
     check(lc["restored_sampled"] == r3["restored"] > 0,
           f"queue: every restored item sampled once ({lc['restored_sampled']} of {r3['restored']})")
+    check(lc["lag_unknown"] == lc["restored_sampled"],
+          f"restored items have no policy lag in this run ({lc['lag_unknown']} unknown, "
+          f"{lc['restored_sampled']} restored)")
 
 
 def bad_restore(args, path, what):

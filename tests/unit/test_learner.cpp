@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "envs/registry.h"
 #include "learner/device.h"
+#include "learner/losses.h"
 #include "learner/publish_schedule.h"
 #include "learner/trainer.h"
 
@@ -82,15 +83,16 @@ TEST(Trainer, ClipGradNormMatchesLibTorch) {
 
 TEST(PublishSchedule, ADuePublishWaitsForTheChannelAndCarriesTheNewestVersion) {
   PublishSchedule s;
-  EXPECT_EQ(s.take(true), -1);  // nothing due
-  s.due(4);
-  EXPECT_EQ(s.take(false), -1);  // broadcast still in flight: not now...
-  s.due(8);
-  EXPECT_EQ(s.take(false), -1);
-  EXPECT_EQ(s.take(true), 8);  // ...but as soon as it completes, with the newest version
-  EXPECT_EQ(s.take(true), -1);
+  EXPECT_EQ(s.take(true, 3), -1);  // nothing due
+  s.due();                         // due at update 4...
+  EXPECT_EQ(s.take(false, 4), -1);  // ...but the last broadcast is still in flight: not now
+  EXPECT_EQ(s.take(false, 6), -1);
+  // As soon as it completes, the parameters as they are go out, labelled with their own version
+  // (7), not the version at which the publish fell due (4).
+  EXPECT_EQ(s.take(true, 7), 7);
+  EXPECT_EQ(s.take(true, 8), -1);  // nothing due any more
   EXPECT_EQ(s.published(), 1);
-  EXPECT_EQ(s.last_version(), 8);
+  EXPECT_EQ(s.last_version(), 7);
 }
 
 TEST(GpuPick, ByIndexAmongTheNodesLearnersNotByLocalRank) {
@@ -117,4 +119,62 @@ TEST(GpuPick, ByIndexAmongTheNodesLearnersNotByLocalRank) {
   } catch (const mpirl::Error& e) {
     EXPECT_NE(std::string(e.what()).find("rank 4 @ cpu-node-2"), std::string::npos) << e.what();
   }
+}
+
+TEST(Losses, MaskedSequencesLeaveTheLossAsIfTheyWereNeverInTheBatch) {
+  // Sequences masked out (too old) must give the loss of the batch without them, for IMPALA and
+  // APPO, with and without importance weights: each column's V-trace is independent.
+  torch::manual_seed(7);
+  envs::EnvSpec spec;
+  spec.obs_shape = {3};
+  spec.discrete = true;
+  spec.num_actions = 4;
+  const int64_t T = 5, B = 4;
+  auto b = batch(T, B, 3);
+  b.actions = torch::randint(0, 4, {T, B}, torch::kInt64);
+  b.rewards = torch::randn({T, B});
+  b.terminated[2][1] = 1;
+  b.behaviour_logp = -torch::rand({T, B}) - 0.5;
+  b.trunc_value = torch::zeros({T, B});
+  models::PolicyOutput out{torch::randn({T + 1, B, 4}), torch::randn({T + 1, B})};
+  auto kept = torch::tensor({0, 2, 3}, torch::kInt64);
+  auto cols = [&](const torch::Tensor& t) { return t.index_select(1, kept); };
+  for (bool weighted : {false, true}) {
+    TrainBatch m = b, k = b;
+    m.keep = torch::tensor({1.f, 0.f, 1.f, 1.f});
+    if (weighted) m.weights = torch::tensor({0.5f, 9.f, 1.f, 0.25f});
+    k.obs = cols(b.obs), k.is_init = cols(b.is_init), k.actions = cols(b.actions), k.rewards = cols(b.rewards);
+    k.terminated = cols(b.terminated), k.truncated = cols(b.truncated), k.behaviour_logp = cols(b.behaviour_logp);
+    k.trunc_value = cols(b.trunc_value);
+    if (weighted) k.weights = torch::tensor({0.5f, 1.f, 0.25f});
+    models::PolicyOutput ko{cols(out.dist), cols(out.value)};
+    LossOptions o;
+    for (auto* fn : {&impala_loss, &appo_loss}) {
+      auto lm = (*fn)(spec, m, out, o), lk = (*fn)(spec, k, ko, o);
+      EXPECT_NEAR(lm.policy.item<double>(), lk.policy.item<double>(), 1e-5) << weighted;
+      EXPECT_NEAR(lm.value.item<double>(), lk.value.item<double>(), 1e-5) << weighted;
+      EXPECT_NEAR(lm.entropy.item<double>(), lk.entropy.item<double>(), 1e-5) << weighted;
+    }
+  }
+  // A minibatch slice (as APPO takes them) of columns 0..1, where column 1 is masked, is the loss
+  // of column 0 alone -- the mask travels with the slice, not a whole-batch rescaling.
+  {
+    TrainBatch m = b;
+    m.keep = torch::tensor({1.f, 0.f, 1.f, 1.f});
+    auto one = torch::tensor({0}, torch::kInt64);
+    auto col0 = [&](const torch::Tensor& t) { return t.index_select(1, one); };
+    TrainBatch k = b;
+    k.obs = col0(b.obs), k.is_init = col0(b.is_init), k.actions = col0(b.actions), k.rewards = col0(b.rewards);
+    k.terminated = col0(b.terminated), k.truncated = col0(b.truncated), k.behaviour_logp = col0(b.behaviour_logp);
+    k.trunc_value = col0(b.trunc_value);
+    auto sub = m.slice_batch(0, 2);
+    models::PolicyOutput so{out.dist.slice(1, 0, 2), out.value.slice(1, 0, 2)}, ko{col0(out.dist), col0(out.value)};
+    auto ls = appo_loss(spec, sub, so, LossOptions{}), lk = appo_loss(spec, k, ko, LossOptions{});
+    EXPECT_NEAR(ls.total.item<double>(), lk.total.item<double>(), 1e-5);
+  }
+  // Everything masked: zero loss terms, no division by zero.
+  TrainBatch none = b;
+  none.keep = torch::zeros({B});
+  auto l = impala_loss(spec, none, out, LossOptions{});
+  EXPECT_EQ(l.total.item<double>(), 0.0);
 }
