@@ -11,10 +11,6 @@ namespace mpirl {
 ParamChannel::ParamChannel(MPI_Comm publish, int64_t num_params)
     : comm_(publish), n_(num_params), buf_(wire::kHeaderRegion + size_t(num_params) * sizeof(float)) {}
 
-ParamChannel::~ParamChannel() {
-  // A broadcast still posted here means the run is aborting; MPI_Abort cleans up.
-}
-
 bool ParamChannel::idle() {
   if (req_ == MPI_REQUEST_NULL) return true;
   int done = 0;

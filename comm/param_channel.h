@@ -14,7 +14,6 @@ namespace mpirl {
 class ParamChannel {
  public:
   ParamChannel(MPI_Comm publish, int64_t num_params);
-  ~ParamChannel();
   ParamChannel(const ParamChannel&) = delete;
   ParamChannel& operator=(const ParamChannel&) = delete;
 

@@ -33,9 +33,7 @@ BatchSource::BatchSource(const Config& cfg, const Comms& comms, const SeqLayout&
   }
 }
 
-BatchSource::~BatchSource() {
-  // Receives still posted here mean the run is aborting (leave() cancels them otherwise).
-}
+BatchSource::~BatchSource() = default;
 
 void BatchSource::post(Recv& r) {
   MPIRL_MPI(MPI_Irecv(r.buf.data(), int(r.buf.size()), MPI_BYTE, replay_, kTagLearnerReply, comms_.world, &r.req));

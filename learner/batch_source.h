@@ -38,7 +38,7 @@ class BatchSource {
  public:
   BatchSource(const Config& cfg, const Comms& comms, const SeqLayout& layout, const envs::EnvSpec& spec,
               torch::Device device);
-  ~BatchSource();
+  ~BatchSource();  // defined where Staging is complete
   BatchSource(const BatchSource&) = delete;
   BatchSource& operator=(const BatchSource&) = delete;
 
@@ -51,6 +51,7 @@ class BatchSource {
   // New priorities for the items of `b` (prioritized replay only; a no-op otherwise).
   void send_priorities(const Batch& b, const torch::Tensor& priorities);
   // LearnerBye, drops replies still in flight, waits for the LearnerByeAck; returns its status.
+  // (Receives still posted when a BatchSource is destroyed mean the run is aborting: MPI_Abort.)
   ReplayStatus leave();
   int64_t items_received() const { return received_; }  // every sequence received, drained ones too
 

@@ -31,6 +31,18 @@
 using namespace mpirl;
 using namespace mpirl::buffer;
 
+// Two dumps hold the same /items datasets: names, shapes and bytes.
+void expect_same_items(const std::string& f1, const std::string& f2) {
+  uint32_t c1, c2;
+  auto d1 = read_dump_items(f1, &c1), d2 = read_dump_items(f2, &c2);
+  ASSERT_EQ(d1.size(), d2.size());
+  for (size_t k = 0; k < d1.size(); ++k) {
+    EXPECT_EQ(d1[k].name, d2[k].name);
+    EXPECT_EQ(d1[k].shape, d2[k].shape);
+    EXPECT_EQ(d1[k].data, d2[k].data) << d1[k].name;
+  }
+}
+
 TEST(SumTree, TotalsFindAndUpdates) {
   SumTree t(5);  // padded to 8 leaves
   double w[] = {1, 0, 3, 2, 4};
@@ -526,14 +538,7 @@ TEST_F(DumpTest, RoundTripKeepsEveryItemAndTheChecksum) {
   EXPECT_EQ(b.size(), 10);
   auto i2 = dump_replay(b, f2, "CartPole-v1", "x = 1");
   EXPECT_EQ(i2.checksum, i1.checksum);
-  uint32_t c1, c2;
-  auto d1 = read_dump_items(f1, &c1), d2 = read_dump_items(f2, &c2);
-  ASSERT_EQ(d1.size(), d2.size());
-  for (size_t k = 0; k < d1.size(); ++k) {
-    EXPECT_EQ(d1[k].name, d2[k].name);
-    EXPECT_EQ(d1[k].shape, d2[k].shape);
-    EXPECT_EQ(d1[k].data, d2[k].data) << d1[k].name;
-  }
+  expect_same_items(f1, f2);
   // Wrong env, wrong layout, too small a buffer.
   ReplayBuffer c(l, o);
   EXPECT_THROW(restore_replay(c, f1, "Pendulum-v1"), Error);
@@ -655,14 +660,7 @@ TEST_F(DumpTest, RoundTripInBoundedBlocksWithChunkRows) {
   ASSERT_EQ(b.size(), n);
   auto i2 = dump_replay(b, f2, "CartPole-v1", "", io);
   EXPECT_EQ(i2.checksum, i1.checksum);
-  uint32_t c1, c2;
-  auto d1 = read_dump_items(f1, &c1), d2 = read_dump_items(f2, &c2);
-  ASSERT_EQ(d1.size(), d2.size());
-  for (size_t k = 0; k < d1.size(); ++k) {
-    EXPECT_EQ(d1[k].name, d2[k].name);
-    EXPECT_EQ(d1[k].shape, d2[k].shape);
-    EXPECT_EQ(d1[k].data, d2[k].data) << d1[k].name;
-  }
+  expect_same_items(f1, f2);
   // Only the oldest restored chunk is part-filled: the others hold 4 items each.
   std::map<int64_t, int64_t> per_chunk;
   for (auto s : b.slots_in_order()) ++per_chunk[s / 4];
