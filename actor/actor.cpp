@@ -26,14 +26,16 @@ struct Slot {
 
 class Actor {
  public:
-  Actor(const Config& cfg, const Comms& comms)
-      : cfg_(cfg), comms_(comms), E_(cfg.env.num_envs), T_(cfg.actor.rollout_len),
+  // A resumed run (segment > 0) mixes its segment into the seeds: envs start new episodes with
+  // new randomness rather than repeating the first segment's (env states are not checkpointed).
+  Actor(const Config& cfg, const Comms& comms, int64_t segment)
+      : cfg_(cfg), comms_(comms), E_(cfg.env.num_envs), T_(cfg.actor.rollout_len), seed_(envs::mix_seed(cfg.run.seed, 0x5e9u + uint64_t(segment))),
         venv_(cfg.env.id, cfg.env.num_envs,
-              envs::mix_seed(cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))),
+              envs::mix_seed(segment ? seed_ : cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))),
               envs::env_options(cfg)),
         spec_(venv_.spec()), layout_(SeqLayout(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_))), policy_(spec_, models::model_options(cfg)),
         params_(comms.publish, models::num_params(policy_)),
-        gen_(at::make_generator<at::CPUGeneratorImpl>(envs::mix_seed(cfg.run.seed, 77 + uint64_t(comms.rank)))) {
+        gen_(at::make_generator<at::CPUGeneratorImpl>(envs::mix_seed(segment ? seed_ : cfg.run.seed, 77 + uint64_t(comms.rank)))) {
     policy_->eval();
     MPIRL_CHECK(policy_->state_size() == layout_.state_size(), "core state size {} != layout's {}",
                 policy_->state_size(), layout_.state_size());
@@ -263,6 +265,7 @@ class Actor {
   const Config& cfg_;
   const Comms& comms_;
   const int64_t E_, T_;
+  const uint64_t seed_;  // of a resumed run's segment
   envs::VectorEnv venv_;
   envs::EnvSpec spec_;
   SeqLayout layout_;
@@ -284,9 +287,9 @@ class Actor {
 
 }  // namespace
 
-void run_actor(const Config& cfg, const Comms& comms) {
+void run_actor(const Config& cfg, const Comms& comms, int64_t segment) {
   torch::set_num_threads(cfg.actor.threads);
-  Actor a(cfg, comms);
+  Actor a(cfg, comms, segment);
   a.run();
 }
 

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   CLI::App app{"mpirl: actor-learner reinforcement learning over MPI.\n"
                "  mpirun -n 4 mpirl train                     (default: CartPole-v1, IMPALA)\n"
                "  mpirun -n 6 mpirl train --config FILE --set learner.algo=appo\n"
+               "  mpirun -n 4 mpirl train --resume runs/NAME   (continue from its newest checkpoint)\n"
                "  mpirl eval runs/NAME --episodes 20\n"
                "  mpirl replay inspect runs/NAME/replay.h5\n"};
   app.set_version_flag("--version", std::string("mpirl ") + MPIRL_VERSION + " (LibTorch " + MPIRL_TORCH_VERSION + ")");
@@ -19,6 +20,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> overrides;
   train->add_option("--config,-c", config_file, "TOML config (keys as in configs/default.toml)");
   train->add_option("--set,-s", overrides, "override section.key=value (repeatable)")->take_all();
+  std::string resume_dir;
+  train->add_option("--resume", resume_dir,
+                    "continue RUN_DIR from its newest complete checkpoint (its config, unless --config; only "
+                    "stop conditions, intervals, timeouts, threads and the device may change)");
 
   auto* eval = app.add_subcommand("eval", "play episodes with a run's saved policy (one process)");
   std::string run_dir;
@@ -47,7 +52,7 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  if (*train) return mpirl::train_main(&argc, &argv, config_file, overrides);
+  if (*train) return mpirl::train_main(&argc, &argv, config_file, overrides, resume_dir);
   if (*eval) return mpirl::eval_main(run_dir, episodes, greedy, seed);
   if (*envs) return mpirl::envs_main();
   if (*inspect) return mpirl::buffer::replay_inspect_main(dump_in);

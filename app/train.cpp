@@ -1,6 +1,14 @@
 #include "app/commands.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <fstream>
 
 #include <mpi.h>
 #include <spdlog/spdlog.h>
@@ -10,7 +18,9 @@
 #include "buffer/replay.h"
 #include "envs/registry.h"
 #include "learner/learner.h"
+#include "core/checkpoint.h"
 #include "core/error.h"
+#include "core/signals.h"
 #include "comm/ranks.h"
 #include "core/logging.h"
 #include "core/run_dir.h"
@@ -18,23 +28,121 @@
 namespace mpirl {
 namespace {
 
-// Rank 0 validates everything that can be wrong with the request; the verdict and the resolved
-// config go to every rank, so all of them exit 2 together on a bad config.
+// Rank 0 validates everything that can be wrong with the request; the verdict, the resolved
+// config and how the run starts go to every rank, so all of them exit 2 together on a bad config.
 struct Verdict {
-  std::string error, config_toml, run_dir;
+  std::string error, config_toml;
+  RunStart start;
 };
 
-Verdict validate_on_rank0(const std::string& file, const std::vector<std::string>& overrides, int world) {
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(fmt::format("cannot read '{}'", path));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool path_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+// metrics.jsonl continues where the checkpoint left it: rows written after it (by the run that
+// was preempted or killed) move to metrics.after-checkpoint-<segment>.jsonl, nothing is lost.
+void rewind_metrics(const std::string& run_dir, int64_t bytes, int64_t segment) {
+  const std::string path = run_dir + "/metrics.jsonl";
+  struct stat st {};
+  if (bytes < 0 || ::stat(path.c_str(), &st) != 0 || st.st_size <= bytes) return;  // -1: a final checkpoint
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(bytes);
+  std::string tail(std::istreambuf_iterator<char>(in), {});
+  const std::string aside = fmt::format("{}/metrics.after-checkpoint-{}.jsonl", run_dir, segment);
+  write_file_atomic(aside, tail);
+  if (::truncate(path.c_str(), bytes) != 0)
+    throw ConfigError(fmt::format("cannot truncate '{}' to the checkpoint's {} bytes: {}", path, bytes,
+                                  std::strerror(errno)));
+  fmt::print(stderr, "mpirl: {} rows of metrics.jsonl written after the checkpoint moved to {}\n",
+             std::count(tail.begin(), tail.end(), '\n'), aside);
+}
+
+// A resumed run: the newest complete checkpoint of `run_dir`, the config checked against its own.
+// Returns false when there is none (`required`: that is an error, else a fresh start).
+bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, const std::vector<std::string>& overrides,
+                    const std::string& run_dir, bool required, int world) {
+  const auto latest = ckpt::latest(run_dir);
+  for (const auto& s : latest.skipped) fmt::print(stderr, "mpirl: not loading checkpoint {}\n", s);
+  if (latest.dir.empty()) {
+    if (required)
+      throw ConfigError(fmt::format("--resume '{}': no complete checkpoint in {}{}", run_dir,
+                                    ckpt::checkpoints_dir(run_dir),
+                                    latest.skipped.empty() ? "" : fmt::format(" ({})", fmt::join(latest.skipped, "; "))));
+    return false;
+  }
+  // No config file: the checkpoint's own config, with the --set overrides on top.
+  if (config_file.empty()) cfg = load_config(latest.dir + "/config.toml", overrides);
+  ckpt::check_resume_config(read_text(latest.dir + "/config.toml"), cfg.resolved_toml,
+                            fmt::format("'{}' from {}", run_dir, latest.dir));
+  make_layout(cfg, world);
+  envs::env_spec(cfg);
+  buffer::validate_replay_config(cfg);
+  nlohmann::json state;
+  try {
+    state = nlohmann::json::parse(read_text(latest.dir + "/state.json"));
+    v.start.segment = state.at("segment").get<int64_t>() + 1;
+    rewind_metrics(run_dir, state.at("metrics_bytes").get<int64_t>(), v.start.segment - 1);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("checkpoint {}: state.json is malformed: {}", latest.dir, e.what()));
+  }
+  try {
+    write_file_atomic(run_dir + "/config.toml", cfg.resolved_toml);
+  } catch (const Error& e) {
+    throw ConfigError(e.what());
+  }
+  v.start.resume_from = latest.dir;
+  fmt::print(stderr, "mpirl: resuming {} from {} (update {}, {} env steps)\n", run_dir, latest.dir,
+             latest.info.value("version", int64_t(-1)), latest.info.value("env_steps", int64_t(-1)));
+  return true;
+}
+
+Verdict validate_on_rank0(const std::string& file, const std::vector<std::string>& overrides,
+                          const std::string& resume_dir, int world) {
   Verdict v;
   try {
-    Config cfg = load_config(file, overrides);
-    make_layout(cfg, world);
-    envs::env_spec(cfg);  // unknown env id
-    buffer::validate_replay_config(cfg);
-    v.run_dir = run_dir_path(cfg);
-    create_run_dir(v.run_dir, cfg);
+    if (!resume_dir.empty() && !path_exists(resume_dir))
+      throw ConfigError(fmt::format("--resume '{}': no such run directory", resume_dir));
+    // --resume without a config file: the checkpoint's own config (read in prepare_resume).
+    Config cfg = !resume_dir.empty() && file.empty() ? Config{} : load_config(file, overrides);
+    std::string run_dir = resume_dir;
+    while (run_dir.size() > 1 && run_dir.back() == '/') run_dir.pop_back();
+    bool resumed = false;
+    if (!run_dir.empty()) {
+      resumed = prepare_resume(v, cfg, file, overrides, run_dir, true, world);
+    } else if (cfg.run.resume == "auto") {
+      if (cfg.run.name.empty())
+        throw ConfigError("config key 'run.resume' = \"auto\" needs a fixed run.name (slurm/train.sbatch sets one from "
+                          "the job id), so that a requeued job finds its run");
+      run_dir = run_dir_path(cfg);
+      resumed = prepare_resume(v, cfg, file, overrides, run_dir, false, world);
+      if (!resumed && path_exists(run_dir)) {
+        // A run that ended before its first checkpoint: kept aside, and this one starts afresh.
+        const std::string aside = fmt::format("{}.no-checkpoint-{}", run_dir, ::time(nullptr));
+        if (::rename(run_dir.c_str(), aside.c_str()) != 0)
+          throw ConfigError(fmt::format("cannot move '{}' (no complete checkpoint) aside: {}", run_dir,
+                                        std::strerror(errno)));
+        fmt::print(stderr, "mpirl: {} held no complete checkpoint: moved to {}, starting afresh\n", run_dir, aside);
+      }
+    }
+    if (!resumed) {
+      make_layout(cfg, world);
+      envs::env_spec(cfg);  // unknown env id
+      buffer::validate_replay_config(cfg);
+      run_dir = run_dir_path(cfg);
+      create_run_dir(run_dir, cfg);
+    }
+    v.start.run_dir = run_dir;
     v.config_toml = cfg.resolved_toml;
   } catch (const ConfigError& e) {
+    v.error = e.what();
+  } catch (const Error& e) {  // a checkpoint or run directory that cannot be read
     v.error = e.what();
   }
   return v;
@@ -49,7 +157,8 @@ void bcast_string(std::string& s, int root) {
 
 }  // namespace
 
-int train_main(int* argc, char*** argv, const std::string& config_file, const std::vector<std::string>& overrides) {
+int train_main(int* argc, char*** argv, const std::string& config_file, const std::vector<std::string>& overrides,
+               const std::string& resume_dir) {
   MPI_Init(argc, argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, world = 0;
@@ -58,7 +167,7 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
   int code = 0;
   try {
     Verdict v;
-    if (rank == 0) v = validate_on_rank0(config_file, overrides, world);
+    if (rank == 0) v = validate_on_rank0(config_file, overrides, resume_dir, world);
     bcast_string(v.error, 0);
     if (!v.error.empty()) {
       if (rank == 0) fmt::print(stderr, "mpirl: config error: {}\n", v.error);
@@ -66,19 +175,23 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
       return 2;
     }
     bcast_string(v.config_toml, 0);
-    bcast_string(v.run_dir, 0);
-    signal(SIGUSR1, SIG_IGN);  // the replay rank installs its dump handler; nobody else dies of it
+    bcast_string(v.start.run_dir, 0);
+    bcast_string(v.start.resume_from, 0);
+    MPIRL_MPI(MPI_Bcast(&v.start.segment, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+    install_preempt_handlers();  // SIGUSR1/SIGTERM: recorded; the learners stop at an update boundary
+    signal(SIGUSR2, SIG_IGN);    // the replay rank installs its dump handler; nobody else dies of it
     Config cfg = parse_resolved_config(v.config_toml);
     Layout layout = make_layout(cfg, world);
     Comms comms = Comms::create(layout);
     setup_logging(rank, role_name(comms.role()));
     if (rank == 0)
-      spdlog::info("mpirl {}: {} on {} ranks ({} learner(s), 1 replay, {} actor(s) x {} envs) -> {}", MPIRL_VERSION,
-                   cfg.env.id, world, layout.learners, layout.actors(), cfg.env.num_envs, v.run_dir);
+      spdlog::info("mpirl {}: {} on {} ranks ({} learner(s), 1 replay, {} actor(s) x {} envs) -> {}{}", MPIRL_VERSION,
+                   cfg.env.id, world, layout.learners, layout.actors(), cfg.env.num_envs, v.start.run_dir,
+                   v.start.resume_from.empty() ? "" : fmt::format(" (resumed, segment {})", v.start.segment));
     switch (comms.role()) {
-      case Role::Learner: learner::run_learner(cfg, comms, rank == 0 ? v.run_dir : ""); break;
-      case Role::Replay: code = buffer::run_replay(cfg, comms, v.run_dir); break;
-      case Role::Actor: actor::run_actor(cfg, comms); break;
+      case Role::Learner: code = learner::run_learner(cfg, comms, v.start); break;
+      case Role::Replay: code = buffer::run_replay(cfg, comms, v.start); break;
+      case Role::Actor: actor::run_actor(cfg, comms, v.start.segment); break;
     }
     comms.free();
   } catch (const std::exception& e) {

@@ -14,7 +14,7 @@
 namespace mpirl::buffer {
 namespace {
 std::atomic<bool> g_dump_requested{false};
-extern "C" void on_sigusr1(int) { g_dump_requested = true; }
+extern "C" void on_sigusr2(int) { g_dump_requested = true; }
 
 std::string cut(const std::string& s) { return s.size() <= kMaxStatusString ? s : s.substr(0, kMaxStatusString - 3) + "..."; }
 }  // namespace
@@ -23,9 +23,9 @@ DumpScheduler::DumpScheduler(const Config& cfg, const std::string& run_dir)
     : cfg_(cfg), path_(dump_path(cfg, run_dir)), last_(now_seconds()) {
   status_.path = cut(path_);
   struct sigaction sa {};
-  sa.sa_handler = on_sigusr1;
+  sa.sa_handler = on_sigusr2;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGUSR1, &sa, nullptr);
+  sigaction(SIGUSR2, &sa, nullptr);
 }
 
 bool DumpScheduler::dump(const ReplayBuffer& rb, const char* why) {
@@ -50,7 +50,7 @@ bool DumpScheduler::dump(const ReplayBuffer& rb, const char* why) {
 bool DumpScheduler::poll(const ReplayBuffer& rb, bool stopping) {
   if (cfg_.replay.dump == "never") return false;
   if (g_dump_requested.exchange(false)) {
-    dump(rb, "SIGUSR1");
+    dump(rb, "SIGUSR2");
     return true;
   }
   if (cfg_.replay.dump_interval_s > 0 && !stopping && now_seconds() - last_ >= cfg_.replay.dump_interval_s) {

@@ -1,5 +1,5 @@
 #pragma once
-// When the replay rank dumps its buffer: every replay.dump_interval_s, on SIGUSR1 (pid in
+// When the replay rank dumps its buffer: every replay.dump_interval_s, on SIGUSR2 (pid in
 // <run>/replay.pid) and at the end of the run (replay.dump = "end"). A failed dump (unwritable
 // path, disk full) is logged and counted in the DumpStatus the learners receive; it never ends
 // the run, and a dump that already completed stays in place.
@@ -14,7 +14,7 @@ namespace mpirl::buffer {
 class DumpScheduler {
  public:
   DumpScheduler(const Config& cfg, const std::string& run_dir);
-  // Dumps if SIGUSR1 arrived or the interval has passed (periodic dumps stop once `stopping`).
+  // Dumps if SIGUSR2 arrived or the interval has passed (periodic dumps stop once `stopping`).
   bool poll(const ReplayBuffer& rb, bool stopping);
   // The end-of-run dump (if configured). Returns false if it failed.
   bool finish(const ReplayBuffer& rb);

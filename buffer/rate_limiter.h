@@ -25,6 +25,7 @@ class RateLimiter {
   bool can_sample(int64_t n, int64_t size) const;
   void inserted(int64_t n) { inserts_ += n; }
   void sampled(int64_t n) { samples_ += n; }
+  void restore(int64_t inserts, int64_t samples) { inserts_ = inserts, samples_ = samples; }  // resume
   int64_t inserts() const { return inserts_; }
   int64_t samples() const { return samples_; }
   double min_diff() const { return min_diff_; }

@@ -11,6 +11,7 @@
 #include "buffer/dump_scheduler.h"
 #include "buffer/hdf5_dump.h"
 #include "buffer/replay_buffer.h"
+#include "buffer/replay_checkpoint.h"
 #include "buffer/replay_config.h"
 #include "buffer/stall_watch.h"
 #include "comm/protocol.h"
@@ -31,19 +32,35 @@ constexpr size_t kMaxPendingEpisodes = 100000;
 
 class ReplayServer {
  public:
-  ReplayServer(const Config& cfg, const Comms& comms, const std::string& run_dir)
+  ReplayServer(const Config& cfg, const Comms& comms, const RunStart& start)
       : cfg_(cfg), comms_(comms), spec_(envs::env_spec(cfg)),
         layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)), rb_(layout_, server_options(cfg, layout_)),
-        dumps_(cfg, run_dir), stalls_(comms, cfg.run.stall_timeout_s),
+        dumps_(cfg, start.run_dir), stalls_(comms, cfg.run.stall_timeout_s),
         reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
     c_.sampled_by_learner.assign(size_t(comms.layout.learners), 0);
-    if (!cfg.replay.restore.empty()) {
+    if (!start.resume_from.empty()) {
+      auto st = read_replay_checkpoint(rb_, start.resume_from, cfg.env.id);
+      c_ = st.status;
+      c_.dump = {};
+      c_.checkpoint = {};
+      c_.sampled_by_learner.resize(size_t(comms.layout.learners), 0);
+      ep_returns_.assign(st.returns.begin(), st.returns.end());
+      ep_lengths_.assign(st.lengths.begin(), st.lengths.end());
+      spdlog::info("replay: resumed {} items ({} env steps, {} pending episode statistics) from '{}'", rb_.size(),
+                   c_.env_steps, ep_returns_.size(), start.resume_from);
+      // What the replay holds right after the resume, for whoever checks it against the checkpoint.
+      append_json_line(start.run_dir + "/resumed.jsonl",
+                       {{"role", "replay"}, {"segment", start.segment}, {"checkpoint", start.resume_from},
+                        {"replay_items", rb_.size()}, {"replay_checksum_crc32", st.checksum},
+                        {"env_steps", c_.env_steps}, {"episodes", c_.episodes}, {"rollouts", c_.rollouts},
+                        {"inserted", rb_.counters().inserted}, {"pending_episode_stats", ep_returns_.size()}});
+    } else if (!cfg.replay.restore.empty()) {
       auto h = restore_replay(rb_, cfg.replay.restore, cfg.env.id);
       c_.restored = h.items;
       c_.restored_seq_end = rb_.next_insert_seq();
       spdlog::info("replay: restored {} items from '{}'", h.items, cfg.replay.restore);
     }
-    write_file_atomic(run_dir + "/replay.pid", fmt::format("{}\n", ::getpid()));
+    write_file_atomic(start.run_dir + "/replay.pid", fmt::format("{}\n", ::getpid()));
   }
 
   int run() {
@@ -104,7 +121,8 @@ class ReplayServer {
     while ((src = try_recv(comms_.world, MPI_ANY_SOURCE, kTagLearnerReq, rbuf_, &n)) >= 0) {
       any = true;
       auto msg = wire::decode(rbuf_.data(), n, src,
-                              {wire::Kind::SampleRequest, wire::Kind::LearnerBye, wire::Kind::PriorityUpdate});
+                              {wire::Kind::SampleRequest, wire::Kind::LearnerBye, wire::Kind::PriorityUpdate,
+                               wire::Kind::CheckpointRequest});
       if (comms_.layout.role_of(src) != Role::Learner)
         throw Error(fmt::format("replay: {} from rank {}, which is not a learner", wire::kind_name(msg.env.kind), src));
       switch (msg.env.kind) {
@@ -112,6 +130,7 @@ class ReplayServer {
           if (!stopping_) pending_.push_back(src);
           break;
         case wire::Kind::PriorityUpdate: apply_priorities(msg, src); break;
+        case wire::Kind::CheckpointRequest: checkpoint_request(msg, src); break;
         default:  // LearnerBye: acknowledged once every learner has left and the final dump is done
           byes_.push_back(src);
           stopping_ = true;
@@ -132,6 +151,50 @@ class ReplayServer {
       bad("expected i64, i64, f32");
     if (a[0].shape.size() != 1 || a[1].shape != a[0].shape || a[2].shape != a[0].shape) bad("arrays differ in shape");
     rb_.update_priorities(msg.array<int64_t>(0), msg.array<int64_t>(1), msg.array<float>(2), a[0].shape[0]);
+  }
+
+  void checkpoint_request(const wire::Message& msg, int src) {
+    const auto& a = msg.env.arrays;
+    if (src != 0 || a.size() != 2 || a[0].name != "dir" || a[0].dtype != wire::DType::U8 || a[0].shape.size() != 1 ||
+        a[1].name != "final" || a[1].dtype != wire::DType::U8 || a[1].elements() != 1)
+      throw Error(fmt::format("CheckpointRequest from rank {} is malformed (only learner 0 sends one: arrays dir, final)",
+                              src));
+    std::string dir(reinterpret_cast<const char*>(msg.array<uint8_t>(0)), size_t(a[0].shape[0]));
+    if (msg.array<uint8_t>(1)[0]) {  // written after the last ActorDone (finish_learners)
+      final_checkpoint_ = dir;
+      return;
+    }
+    checkpoint(dir);
+    send_small(wire::Kind::CheckpointDone, src, kTagLearnerReply, true);
+  }
+
+  // The replay's part of a checkpoint; a failure is reported to learner 0 in the status.
+  void checkpoint(const std::string& dir) {
+    auto& k = c_.checkpoint;
+    ++k.requests;
+    k.dir = dir.size() <= kMaxStatusString ? dir : dir.substr(dir.size() - kMaxStatusString);
+    const double t0 = now_seconds();
+    try {
+      ReplayCheckpoint st;
+      st.status = status();
+      // The steps a resumed run counts as reported by actors: those accounted for here (a
+      // non-final checkpoint comes before the actors' ActorDone).
+      st.status.actor_env_steps = c_.env_steps + c_.discarded_rollouts * cfg_.env.num_envs * layout_.T();
+      st.returns.assign(ep_returns_.begin(), ep_returns_.end());
+      st.lengths.assign(ep_lengths_.begin(), ep_lengths_.end());
+      st.buffer = rb_.resume_state();
+      auto info = write_replay_checkpoint(rb_, st, dir, cfg_.env.id, cfg_.resolved_toml);
+      ++k.completed;
+      k.items = info.items;
+      k.checksum = info.checksum;
+      k.seconds = now_seconds() - t0;
+      spdlog::info("replay: checkpoint part written: {} items, CRC-32 {:08x}, {:.2f} s -> {}", info.items,
+                   info.checksum, k.seconds, dir);
+    } catch (const std::exception& e) {
+      ++k.failures;
+      k.last_error = std::string(e.what()).substr(0, kMaxStatusString);
+      spdlog::error("replay: checkpoint part failed: {}", e.what());
+    }
   }
 
   // A rollout goes straight into a reserved replay chunk (no copy); anything else into rbuf_.
@@ -265,6 +328,7 @@ class ReplayServer {
 
   // Every learner has left: the final dump, then the acks with the final status.
   void finish_learners() {
+    if (!final_checkpoint_.empty()) checkpoint(final_checkpoint_);
     final_dump_ok_ = dumps_.finish(rb_);
     for (int l : byes_) send_small(wire::Kind::LearnerByeAck, l, kTagLearnerReply, true);
     acked_ = true;
@@ -283,6 +347,7 @@ class ReplayServer {
   std::deque<float> ep_returns_;
   std::deque<int32_t> ep_lengths_;
   std::vector<int> byes_;
+  std::string final_checkpoint_;  // where the final checkpoint's replay part goes ("" = none)
   const size_t reply_capacity_;
   ReplayStatus c_;  // counted here: rollouts, env steps (stored, and as the actors report them), restored
   uint64_t seq_ = 0;
@@ -292,8 +357,8 @@ class ReplayServer {
 
 }  // namespace
 
-int run_replay(const Config& cfg, const Comms& comms, const std::string& run_dir) {
-  return ReplayServer(cfg, comms, run_dir).run();
+int run_replay(const Config& cfg, const Comms& comms, const RunStart& start) {
+  return ReplayServer(cfg, comms, start).run();
 }
 
 }  // namespace mpirl::buffer

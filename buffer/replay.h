@@ -4,6 +4,7 @@
 
 #include "core/config.h"
 #include "comm/ranks.h"
+#include "core/run_dir.h"
 
 namespace mpirl::buffer {
 
@@ -17,11 +18,13 @@ namespace mpirl::buffer {
 //    still there, stale ones are counted and dropped.
 //  - Replies to learner 0 carry the episode returns/lengths seen since the last one (at most
 //    kMaxEpisodeStatsPerReply each), and every reply carries the replay's status.
-//  - HDF5 dumps (buffer/dump_scheduler.h): every replay.dump_interval_s, on SIGUSR1 and at the end;
+//  - HDF5 dumps (buffer/dump_scheduler.h): every replay.dump_interval_s, on SIGUSR2 and at the end;
 //    a failed dump is reported, never fatal.
+//  - Its part of a checkpoint (buffer/replay_checkpoint.h) when learner 0 asks (comm/protocol.h);
+//    a resumed run starts from the checkpoint's items, counters and pending episode statistics.
 // Returns the rank's exit code: 0, or 3 when the end-of-run dump failed (the learners have
 // written the model and summary by then; the summary names the error).
-int run_replay(const Config& cfg, const Comms& comms, const std::string& run_dir);
+int run_replay(const Config& cfg, const Comms& comms, const RunStart& start);
 
 // Checks the replay settings and a replay.restore file against the run (rank 0, before anything
 // is created); throws ConfigError naming the key or file.

@@ -1,5 +1,7 @@
 #include "buffer/replay_buffer.h"
 
+#include <sstream>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -111,6 +113,31 @@ void ReplayBuffer::remove(int64_t slot, bool evicted) {
   if (evicted) ++c_.evicted;
   else ++c_.consumed;
   prune();
+}
+
+ReplayBuffer::ResumeState ReplayBuffer::resume_state() const {
+  ResumeState r;
+  r.counters = c_;
+  r.next_seq = next_seq_;
+  r.limiter_inserts = limiter_.inserts();
+  r.limiter_samples = limiter_.samples();
+  r.max_priority = max_priority_;
+  std::ostringstream os;
+  os << rng_;
+  r.rng = os.str();
+  return r;
+}
+
+void ReplayBuffer::resume(const ResumeState& r) {
+  MPIRL_CHECK(r.next_seq >= next_seq_, "replay: resuming insertion number {} below the restored items' {}", r.next_seq,
+              next_seq_);
+  c_ = r.counters;
+  next_seq_ = r.next_seq;
+  limiter_.restore(r.limiter_inserts, r.limiter_samples);
+  max_priority_ = std::max(max_priority_, r.max_priority);
+  std::istringstream is(r.rng);
+  is >> rng_;
+  MPIRL_CHECK(!is.fail(), "replay: the checkpoint's sampler RNG state does not parse");
 }
 
 void ReplayBuffer::place(int64_t s, const ItemMeta& in) {

@@ -94,6 +94,18 @@ class ReplayBuffer {
   // Stores an item with given bookkeeping (restore); keeps insertion numbers.
   int64_t insert_restored(const char* payload, int64_t n, int64_t i, const ItemMeta& meta);
 
+  // What a checkpoint keeps of the buffer besides its items (buffer/replay_checkpoint.h).
+  struct ResumeState {
+    ReplayCounters counters;
+    int64_t next_seq = 0, limiter_inserts = 0, limiter_samples = 0;
+    double max_priority = 1;
+    std::string rng;  // the sampler's engine state (as operator<< writes it)
+  };
+  ResumeState resume_state() const;
+  // After the items of a checkpoint are restored: counters, insertion numbers, limiter and RNG as
+  // they were when it was taken.
+  void resume(const ResumeState& s);
+
   struct Sampled {
     std::vector<int64_t> slots, generations;
     std::vector<float> weights;  // importance weights, max-normalised within the batch (1 if not prioritized)

@@ -17,6 +17,8 @@
 //   | Stop (Ibcast) ---------------------------------------------------------> | leave the loop,
 //   |                                           |  <---------- ActorDone(env steps) after every
 //   |                                           |  ActorDoneAck ----------> |  sent rollout is delivered
+//   | CheckpointRequest(final) -------------->   |  (run.checkpoint = "end": the replay writes its part
+//   |                                           |   after the last ActorDone, before the ByeAck)
 //   | LearnerBye --------------------------->   |  <--- LearnerBye          |
 //   |   (model.pt and summary.json are written before the Bye: they never depend on the dump)
 //   |                                           | after every learner's Bye and every ActorDone: final
@@ -24,6 +26,12 @@
 //   |                                           | LearnerByeAck(final status)
 //   | <----------- LearnerByeAck --------------- | -----> LearnerByeAck      |
 //   | summary.json rewritten with the final status; every rank leaves its loop and exits 0
+//
+// A periodic checkpoint: the learners agree on it at an update boundary (with the stop flag);
+// learner 0 writes learner.pt and sends CheckpointRequest; the replay writes its part at once and
+// answers CheckpointDone on the reply stream, after every SampleReply it sent before, so learner
+// 0 has seen exactly the episode statistics the replay no longer holds; learner 0 then writes
+// state.json and seals the checkpoint. A signal (SIGUSR1/SIGTERM) makes the stop "preempted".
 //
 // Rollouts still arriving after the first LearnerBye are received and counted as discarded, so
 // every send is matched. A fatal error on any rank: logged with rank and host, then MPI_Abort.
@@ -45,6 +53,10 @@ enum class Kind : uint16_t {
   Params,           // learner 0 -> actors (broadcast): flat parameters
   Stop,             // learner 0 -> actors (broadcast): leave the loop
   PriorityUpdate,   // learner -> replay: new priorities for sampled items (slot, generation)
+  CheckpointRequest,  // learner 0 -> replay: write your part of a checkpoint into a directory
+                      // (arrays "dir" u8[n], "final" u8[1]; final: after the last ActorDone)
+  CheckpointDone,     // replay -> learner 0 (on the reply stream): a non-final checkpoint's part is
+                      // written (or failed): the status's `checkpoint`
 };
 const char* kind_name(Kind k);
 
@@ -69,6 +81,15 @@ struct DumpStatus {
   std::string path, last_error;     // last_error: of the last failed dump ("" = none failed)
 };
 
+// The replay's part of the checkpoints (core/checkpoint.h), as the replay saw it.
+struct CheckpointStatus {
+  int64_t requests = 0, completed = 0, failures = 0;
+  int64_t items = 0;                // replay items in the last completed one
+  uint32_t checksum = 0;            // their CRC-32 (as in the dump)
+  double seconds = 0;
+  std::string dir, last_error;      // dir: of the last request; last_error: of the last failure
+};
+
 // The replay's counters, sent with every SampleReply and with the LearnerByeAck. Counted by the
 // replay alone; learners and actors keep their own counts so tests can compare them.
 struct ReplayStatus {
@@ -81,6 +102,7 @@ struct ReplayStatus {
   double max_priority = 1;
   std::vector<int64_t> sampled_by_learner;
   DumpStatus dump;
+  CheckpointStatus checkpoint;
 
   int64_t removed() const { return evicted + consumed; }
 };
@@ -91,10 +113,15 @@ void serialize(Ar& ar, DumpStatus& d, const unsigned) {
 }
 
 template <class Ar>
+void serialize(Ar& ar, CheckpointStatus& c, const unsigned) {
+  ar & c.requests & c.completed & c.failures & c.items & c.checksum & c.seconds & c.dir & c.last_error;
+}
+
+template <class Ar>
 void serialize(Ar& ar, ReplayStatus& s, const unsigned) {
   ar & s.env_steps & s.actor_env_steps & s.rollouts & s.discarded_rollouts & s.episodes & s.inserted & s.restored &
       s.evicted & s.consumed & s.fill & s.capacity & s.restored_seq_end & s.sampled & s.batches & s.priority_updates &
-      s.stale_priority_updates & s.max_priority & s.sampled_by_learner & s.dump;
+      s.stale_priority_updates & s.max_priority & s.sampled_by_learner & s.dump & s.checkpoint;
 }
 
 }  // namespace mpirl

@@ -53,6 +53,8 @@ const char* kind_name(Kind k) {
     case Kind::Params: return "Params";
     case Kind::Stop: return "Stop";
     case Kind::PriorityUpdate: return "PriorityUpdate";
+    case Kind::CheckpointRequest: return "CheckpointRequest";
+    case Kind::CheckpointDone: return "CheckpointDone";
   }
   return "unknown";
 }

@@ -55,6 +55,10 @@ const Schema& schema() {
     m["run.stop_mean_return"] = float_field(-inf, inf, [](Config& c, double v) { c.run.stop_mean_return = v; }, true);
     m["run.log_interval_s"] = float_field(0.05, 3600, [](Config& c, double v) { c.run.log_interval_s = v; });
     m["run.stall_timeout_s"] = float_field(0, 1e9, [](Config& c, double v) { c.run.stall_timeout_s = v; });
+    m["run.checkpoint"] = string_field({"end", "never"}, [](Config& c, std::string v) { c.run.checkpoint = v; });
+    m["run.checkpoint_interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.run.checkpoint_interval_s = v; });
+    m["run.keep_checkpoints"] = int_field(1, 1000, [](Config& c, int64_t v) { c.run.keep_checkpoints = int(v); });
+    m["run.resume"] = string_field({"never", "auto"}, [](Config& c, std::string v) { c.run.resume = v; });
     m["roles.learners"] = int_field(1, 4096, [](Config& c, int64_t v) { c.roles.learners = int(v); });
     m["env.id"] = string_field({}, [](Config& c, std::string v) { c.env.id = v; });
     m["env.num_envs"] = int_field(1, 65536, [](Config& c, int64_t v) { c.env.num_envs = int(v); });
@@ -128,6 +132,7 @@ const char* kind_name(Kind k) {
 }
 
 std::string render(const toml::node& n) {
+  if (n.is_floating_point()) return fmt::format("{}", *n.value<double>());  // shortest form: 0.0005, not 0.00050000000000000001
   std::ostringstream os;
   n.visit([&](auto&& v) { os << v; });
   return os.str();
@@ -286,6 +291,17 @@ Config load_config(const std::string& file, const std::vector<std::string>& over
 
 Config parse_resolved_config(const std::string& toml_text) {
   return extract(parse_text(toml_text, "<resolved config>"));
+}
+
+std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml) {
+  const toml::table a = parse_text(before_toml, "the checkpoint's config"), b = parse_text(after_toml, "the new config");
+  std::vector<ConfigChange> out;
+  for (const auto& [key, field] : schema()) {
+    auto na = a.at_path(key), nb = b.at_path(key);
+    const std::string va = na.node() ? render(*na.node()) : "(absent)", vb = nb.node() ? render(*nb.node()) : "(absent)";
+    if (va != vb) out.push_back({key, va, vb});
+  }
+  return out;
 }
 
 }  // namespace mpirl

@@ -13,6 +13,9 @@ struct Config {
     uint64_t seed = 1;
     int64_t total_env_steps = 0;
     double max_wall_seconds = 0, stop_mean_return = 0, log_interval_s = 2, stall_timeout_s = 600;
+    std::string checkpoint = "end", resume = "never";
+    double checkpoint_interval_s = 0;
+    int keep_checkpoints = 2;
   } run;
   struct Roles {
     int learners = 1;
@@ -62,5 +65,11 @@ Config load_config(const std::string& file, const std::vector<std::string>& over
 
 // Parses an already resolved TOML text (as broadcast by rank 0).
 Config parse_resolved_config(const std::string& toml_text);
+
+// The keys whose values differ between two resolved configs, with both values as TOML text.
+struct ConfigChange {
+  std::string key, before, after;
+};
+std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml);
 
 }  // namespace mpirl

@@ -42,12 +42,27 @@ void create_run_dir(const std::string& dir, const Config& cfg) {
 
 MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::app), path_(path) {
   if (!out_) throw Error(fmt::format("cannot open metrics file '{}'", path));
+  out_.seekp(0, std::ios::end);
+  bytes_ = int64_t(out_.tellp());
 }
 
 void MetricsLog::write(const nlohmann::json& row) {
-  out_ << row.dump() << '\n';
+  const std::string line = row.dump() + '\n';
+  out_ << line;
   out_.flush();
+  bytes_ += int64_t(line.size());
   if (!out_) throw Error(fmt::format("cannot write metrics file '{}'", path_));
+}
+
+void append_json_line(const std::string& path, const nlohmann::json& value) {
+  const std::string line = value.dump() + '\n';
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  const ssize_t w = ::write(fd, line.data(), line.size());
+  const int err = errno;
+  const bool ok = w == ssize_t(line.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) throw Error(fmt::format("cannot append to '{}': {}", path, std::strerror(err)));
 }
 
 void fsync_path(const std::string& p, bool directory) {

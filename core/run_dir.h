@@ -9,6 +9,13 @@
 
 namespace mpirl {
 
+// How this run starts: decided by rank 0 and the same on every rank.
+struct RunStart {
+  std::string run_dir;
+  std::string resume_from;  // a complete checkpoint (core/checkpoint.h) to continue from; "" = fresh
+  int64_t segment = 0;      // 0 for a fresh run; each resume adds one (actors mix it into their seeds)
+};
+
 // The directory a run will use (run.out_dir / run.name, or a generated name when run.name = "").
 std::string run_dir_path(const Config& cfg);
 // Creates it and writes config.toml (atomically); throws ConfigError if it already exists
@@ -19,10 +26,12 @@ class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path);
   void write(const nlohmann::json& row);  // one JSON object per line, flushed
+  int64_t bytes() const { return bytes_; }  // the file's length after the last row
 
  private:
   std::ofstream out_;
   std::string path_;
+  int64_t bytes_ = 0;
 };
 
 // Writes `data` to `path` so that a reader sees the old file or the whole new one, and a crash
@@ -30,6 +39,9 @@ class MetricsLog {
 // and the directory fsync'ed. Throws mpirl::Error naming the path and the OS error.
 void write_file_atomic(const std::string& path, const std::string& data);
 void write_json_atomic(const std::string& path, const nlohmann::json& value);
+// Appends one JSON line with a single O_APPEND write (lines of several ranks never interleave)
+// and fsyncs it. Throws mpirl::Error naming the path.
+void append_json_line(const std::string& path, const nlohmann::json& value);
 // fsyncs a file or directory; throws mpirl::Error naming it.
 void fsync_path(const std::string& path, bool directory);
 

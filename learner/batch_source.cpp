@@ -77,13 +77,42 @@ Batch* BatchSource::next(int64_t version, const std::function<bool()>& keep_wait
   }
   int count = 0;
   MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-  auto msg = wire::decode(r.buf.data(), size_t(count), replay_, {wire::Kind::SampleReply});
+  auto msg = wire::decode(r.buf.data(), size_t(count), replay_, {wire::Kind::SampleReply, wire::Kind::CheckpointDone});
+  if (take_checkpoint_done(msg)) return next(version, keep_waiting);
   stage(msg, version);  // copies everything out of r.buf
   // The buffer is free again: post its receive and ask for the batch after the ones in flight.
   post(r);
   request();
   head_ = (head_ + 1) % ring_.size();
   return &batch_;
+}
+
+bool BatchSource::take_checkpoint_done(const wire::Message& msg) {
+  if (msg.env.kind != wire::Kind::CheckpointDone) return false;
+  if (!msg.env.has_status) throw Error(fmt::format("CheckpointDone from rank {} carries no status", replay_));
+  const ReplayStatus status = msg.env.status;
+  post(ring_[head_]);  // no request behind it: the ring keeps one receive per reply in flight
+  head_ = (head_ + 1) % ring_.size();
+  if (on_checkpoint_done) on_checkpoint_done(status);
+  return true;
+}
+
+void BatchSource::send_checkpoint_request(const std::string& dir, bool final) {
+  wire::Envelope env;
+  env.kind = wire::Kind::CheckpointRequest;
+  env.sender = comms_.rank;
+  env.seq = seq_++;
+  const int64_t n = int64_t(dir.size());
+  env.arrays = {{"dir", DType::U8, {n}}, {"final", DType::U8, {1}}};
+  size_t off = wire::natural_payload_offset(env);
+  std::vector<size_t> offsets;
+  size_t total = off + wire::payload_bytes(env.arrays, &offsets);
+  auto& buf = sends_.acquire();
+  buf.resize(total);
+  wire::write_header(buf.data(), off, env);
+  std::memcpy(buf.data() + off + offsets[0], dir.data(), dir.size());
+  buf[off + offsets[1]] = final ? 1 : 0;
+  sends_.send(buf, total, replay_, kTagLearnerReq, comms_.world);
 }
 
 namespace {
@@ -256,7 +285,7 @@ void BatchSource::send_priorities(const Batch& b, const torch::Tensor& prioritie
   sends_.send(buf, total, replay_, kTagLearnerReq, comms_.world);
 }
 
-ReplayStatus BatchSource::leave() {
+ReplayStatus BatchSource::leave(const DrainedReply& on_drained) {
   send_small(wire::Kind::LearnerBye);
   // Replies still in flight land in the posted receives, in order; the ByeAck is the last
   // message the replay sends us. Then the receives still posted can never match: cancel them.
@@ -267,12 +296,23 @@ ReplayStatus BatchSource::leave() {
     wait_request(r.req, [&] { sends_.progress(); }, &st);
     int count = 0;
     MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-    auto msg = wire::decode(r.buf.data(), size_t(count), replay_, {wire::Kind::SampleReply, wire::Kind::LearnerByeAck});
+    auto msg = wire::decode(r.buf.data(), size_t(count), replay_,
+                            {wire::Kind::SampleReply, wire::Kind::LearnerByeAck, wire::Kind::CheckpointDone});
+    if (take_checkpoint_done(msg)) continue;
     if (msg.env.kind == wire::Kind::LearnerByeAck) {
       acked = true;
       final_status = msg.env.status;
     } else {
       received_ += msg.env.arrays.empty() || msg.env.arrays[0].shape.empty() ? 0 : msg.env.arrays[0].shape[0];
+      const size_t nf = layout_.fields().size();
+      const auto& a = msg.env.arrays;
+      if (on_drained && a.size() > nf + 1 && a[nf].name == "episode_return" && a[nf].dtype == DType::F32 &&
+          a[nf + 1].name == "episode_length" && a[nf + 1].dtype == DType::I32 && a[nf].shape == a[nf + 1].shape &&
+          a[nf].shape.size() == 1) {
+        const int64_t m = a[nf].shape[0];
+        on_drained(std::vector<float>(msg.array<float>(nf), msg.array<float>(nf) + m),
+                   std::vector<int32_t>(msg.array<int32_t>(nf + 1), msg.array<int32_t>(nf + 1) + m), msg.env.status);
+      }
       post(r);
     }
     head_ = (head_ + 1) % ring_.size();

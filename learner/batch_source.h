@@ -50,9 +50,18 @@ class BatchSource {
   Batch* next(int64_t version, const std::function<bool()>& keep_waiting);
   // New priorities for the items of `b` (prioritized replay only; a no-op otherwise).
   void send_priorities(const Batch& b, const torch::Tensor& priorities);
-  // LearnerBye, drops replies still in flight, waits for the LearnerByeAck; returns its status.
-  // (Receives still posted when a BatchSource is destroyed mean the run is aborting: MPI_Abort.)
-  ReplayStatus leave();
+  // Learner 0: asks the replay for its part of a checkpoint in `dir` (comm/protocol.h). A
+  // non-final one is answered by a CheckpointDone, handed to on_checkpoint_done from next() or
+  // leave() in stream order (after every SampleReply sent before it); a final one is written
+  // after the last ActorDone and reported in leave()'s status.
+  void send_checkpoint_request(const std::string& dir, bool final);
+  std::function<void(const ReplayStatus&)> on_checkpoint_done;
+  // LearnerBye, drains the replies still in flight (their episode statistics and status go to
+  // on_drained; their sequences are not trained on), waits for the LearnerByeAck; returns its
+  // status. (Receives still posted when a BatchSource is destroyed mean the run is aborting.)
+  using DrainedReply = std::function<void(const std::vector<float>& returns, const std::vector<int32_t>& lengths,
+                                          const ReplayStatus& status)>;
+  ReplayStatus leave(const DrainedReply& on_drained = {});
   int64_t items_received() const { return received_; }  // every sequence received, drained ones too
 
  private:
@@ -65,6 +74,8 @@ class BatchSource {
   void request();
   void stage(const wire::Message& msg, int64_t version);
   void send_small(wire::Kind kind);
+  // A CheckpointDone in ring_[head_]: handed on, the receive posted again, head_ moved on.
+  bool take_checkpoint_done(const wire::Message& msg);
 
   const Config& cfg_;
   const Comms& comms_;

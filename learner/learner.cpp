@@ -9,9 +9,11 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault.h"
+#include "core/signals.h"
 #include "envs/registry.h"
 #include "learner/batch_source.h"
 #include "learner/device.h"
+#include "learner/learner_checkpoint.h"
 #include "learner/publish_schedule.h"
 #include "learner/run_controller.h"
 #include "learner/trainer.h"
@@ -53,15 +55,17 @@ class Publisher {
 };
 
 // What every learner must decide together before an update (one MAX all-reduce): a stop anywhere
-// stops all, at the same update; the update happens unless no learner kept any sequence (every
-// one too old), since all learners must take the same optimizer steps.
+// stops all, at the same update (a preemption wins over any other reason); a checkpoint (due on
+// learner 0) is taken by all at the same update boundary; the update happens unless no learner
+// kept any sequence (every one too old), since all learners must take the same optimizer steps.
 struct Agreed {
-  bool stop = false, update = false;
+  int stop = 0;  // 0 go on, 1 stop, 2 preempted
+  bool update = false, checkpoint = false;
 };
-Agreed agree(const Comms& comms, bool stop, bool kept_any) {
-  int v[2] = {stop ? 1 : 0, kept_any ? 1 : 0};
-  if (comms.layout.learners > 1) MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, comms.learners));
-  return {v[0] != 0, v[1] != 0};
+Agreed agree(const Comms& comms, const std::string& reason, bool kept_any, bool checkpoint) {
+  int v[3] = {reason.empty() ? 0 : reason == "preempted" ? 2 : 1, kept_any ? 1 : 0, checkpoint ? 1 : 0};
+  if (comms.layout.learners > 1) MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, comms.learners));
+  return {v[0], v[1] != 0, v[2] != 0};
 }
 
 // Largest parameter difference between learner 0 and the others (0 when they stayed identical).
@@ -88,7 +92,7 @@ LearnerCounts sum_counts(const Comms& comms, const LearnerCounts& c) {
 
 }  // namespace
 
-void run_learner(const Config& cfg, const Comms& comms, const std::string& run_dir) {
+int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   torch::set_num_threads(cfg.learner.threads);
   const bool lead = comms.rank == 0;
   const torch::Device device = pick_device(cfg, comms);
@@ -100,6 +104,8 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
   models::Policy& policy = trainer.policy();
   MPIRL_CHECK(policy->state_size() == layout.state_size(), "core state size {} != layout's {}", policy->state_size(),
               layout.state_size());
+  LearnerState resumed;
+  if (!start.resume_from.empty()) resumed = load_checkpoint(start.resume_from, trainer, comms);
   {  // every learner starts from learner 0's parameters
     std::vector<float> flat(size_t(models::num_params(policy)));
     models::write_flat(policy, flat.data());
@@ -110,17 +116,31 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
     spdlog::info("learners on {}, gradients averaged by {}", device.str(), reducer->name());
 
   BatchSource source(cfg, comms, layout, spec, device);
-  RunController run(cfg, comms, run_dir);
+  RunController run(cfg, comms, lead ? start.run_dir : "");
+  Checkpointer checkpoints(cfg, comms, start, trainer, run, source);
   std::unique_ptr<Publisher> publisher;
   run.start();
-  if (lead) {  // actors wait for version 0 before stepping
+  int64_t version = 0;  // = updates so far; what learner 0 publishes
+  if (!start.resume_from.empty()) {
+    run.resume(resumed.window, resumed.elapsed_s, resumed.counts[0]);
+    version = resumed.version;
+    if (lead) {
+      spdlog::info("resumed at update {} ({:.1f} s, {} episodes so far) from {}", version, resumed.elapsed_s,
+                   resumed.window.episodes, start.resume_from);
+      append_json_line(start.run_dir + "/resumed.jsonl",
+                       {{"role", "learner"}, {"segment", start.segment}, {"checkpoint", start.resume_from},
+                        {"version", version}, {"updates", resumed.counts[0].updates},
+                        {"episodes", resumed.window.episodes}, {"elapsed_s", resumed.elapsed_s},
+                        {"recent_returns", resumed.window.returns.size()}});
+    }
+  }
+  if (lead) {  // actors wait for the first parameters before stepping
     publisher = std::make_unique<Publisher>(comms, policy);
     publisher->due();
-    publisher->poll(0);
+    publisher->poll(version);
     publisher->wait();
   }
   source.start();
-  int64_t version = 0;  // = updates so far; what learner 0 publishes
   double last_batch = now_seconds();
   auto while_waiting = [&] {
     if (publisher) publisher->poll(version);
@@ -132,7 +152,7 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
                               "run.stall_timeout_s = {} s: a stalled replay, or no actor delivering",
                               comms.rank, comms.layout.replay_rank(), comms.host(comms.layout.replay_rank()), silent,
                               cfg.run.stall_timeout_s));
-    return !run.wall_limit_reached();
+    return !run.wall_limit_reached() && preempt_signal() == 0;
   };
   std::string reason;
   for (;;) {
@@ -146,8 +166,10 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
     }
     reason = run.stop_reason();
     if (!b && reason.empty()) reason = "max_wall_seconds";
-    const Agreed a = agree(comms, !reason.empty(), b && b->kept > 0);
+    const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due());
+    if (a.stop == 2) reason = "preempted";
     if (a.stop) break;
+    if (a.checkpoint) checkpoints.begin(version, false);  // before this batch: the state after `version` updates
     run.on_trained(*b);  // counted only for batches that are trained on (or all masked out)
     if (!a.update) continue;  // every sequence of every learner too old: no step on zero gradients
     auto r = trainer.update(b->train, b->boot);
@@ -160,6 +182,9 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
     run.maybe_log();
   }
   if (reason.empty()) reason = "max_wall_seconds";  // another learner reached its wall-clock limit
+  if (reason == "preempted" && lead)
+    spdlog::warn("signal {} received: checkpoint at update {}, then exit {} (preempted: requeue to resume)",
+                 preempt_signal() ? preempt_signal() : 0, version, kExitPreempted);
 
   // Shutdown (comm/protocol.h): actors stop; the model and a first summary are written before
   // the replay's final dump, so they never depend on it; then the replay says goodbye with its
@@ -172,21 +197,32 @@ void run_learner(const Config& cfg, const Comms& comms, const std::string& run_d
   if (publisher)
     extra["params_published"] = {{"broadcasts", publisher->schedule().published()},
                                  {"last_version", publisher->schedule().last_version()}};
+  if (!start.resume_from.empty()) extra["resumed_from"] = start.resume_from;
+  extra["segment"] = start.segment;
   if (lead) {
     run.save_model(policy, spec);
     run.write_summary(reason, extra, false);
   }
-  ReplayStatus final_status = source.leave();
-  run.counts().received = source.items_received();
+  if (checkpoints.enabled()) checkpoints.begin(version, true);
+  ReplayStatus final_status = source.leave([&](const std::vector<float>& r, const std::vector<int32_t>& l,
+                                               const ReplayStatus& s) {
+    run.set_status(s);
+    run.on_episodes(r, l);
+  });
+  if (lead) run.set_status(final_status);
+  const std::string sealed = checkpoints.enabled() ? checkpoints.finish_final(final_status) : "";
+  run.counts().received += source.items_received();
   LearnerCounts totals = sum_counts(comms, run.counts());
   if (lead) {
-    run.set_status(final_status);
+    if (!checkpoints.last_sealed().empty()) extra["checkpoint"] = checkpoints.last_sealed();
+    extra["final_checkpoint_written"] = !sealed.empty();
     run.set_totals(totals);
     run.write_summary(reason, extra, true);
     if (final_status.dump.failures > 0)
       spdlog::error("replay dump failed {} time(s); last error: {}", final_status.dump.failures,
                     final_status.dump.last_error);
   }
+  return reason == "preempted" ? kExitPreempted : 0;
 }
 
 }  // namespace mpirl::learner

@@ -6,10 +6,12 @@
 
 #include "comm/ranks.h"
 #include "core/config.h"
+#include "core/run_dir.h"
 
 namespace mpirl::learner {
 
-// run_dir is "" on learners other than 0.
-void run_learner(const Config& cfg, const Comms& comms, const std::string& run_dir);
+// Returns the rank's exit code: 0, or kExitPreempted (core/signals.h) when the run stopped for a
+// signal (its final checkpoint written, unless run.checkpoint = "never").
+int run_learner(const Config& cfg, const Comms& comms, const RunStart& start);
 
 }  // namespace mpirl::learner

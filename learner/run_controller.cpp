@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/logging.h"
+#include "core/signals.h"
 
 namespace mpirl::learner {
 
@@ -54,11 +55,30 @@ double RunController::elapsed() const { return now_seconds() - start_; }
 
 void RunController::on_reply(const Batch& b) {
   status_ = b.status;
-  for (size_t k = 0; k < b.episode_returns.size(); ++k) {
-    returns_.add(b.episode_returns[k]);
-    lengths_.add(b.episode_lengths[k]);
+  on_episodes(b.episode_returns, b.episode_lengths);
+}
+
+void RunController::on_episodes(const std::vector<float>& returns, const std::vector<int32_t>& lengths) {
+  for (size_t k = 0; k < returns.size() && k < lengths.size(); ++k) {
+    returns_.add(returns[k]);
+    lengths_.add(lengths[k]);
     ++episodes_;
   }
+}
+
+RunWindow RunController::window() const {
+  return {{returns_.q.begin(), returns_.q.end()}, {lengths_.q.begin(), lengths_.q.end()}, episodes_};
+}
+
+void RunController::resume(const RunWindow& w, double elapsed_s, const LearnerCounts& counts) {
+  returns_ = Window(returns_.n);
+  lengths_ = Window(lengths_.n);
+  for (double v : w.returns) returns_.add(v);
+  for (double v : w.lengths) lengths_.add(v);
+  episodes_ = w.episodes;
+  counts_ = counts;
+  start_ -= elapsed_s;  // time_s, SPS and run.max_wall_seconds count the whole run
+  last_log_ = now_seconds();
 }
 
 void RunController::on_trained(const Batch& b) {
@@ -84,6 +104,7 @@ bool RunController::wall_limit_reached() const {
 }
 
 std::string RunController::stop_reason() const {
+  if (preempt_signal() != 0) return "preempted";
   if (wall_limit_reached()) return "max_wall_seconds";
   if (!lead_) return "";
   if (status_.env_steps >= cfg_.run.total_env_steps) return "total_env_steps";

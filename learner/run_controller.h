@@ -31,6 +31,12 @@ struct LearnerCounts {
   int64_t bootstraps = 0;       // truncation bootstraps valued with current parameters (boot_step)
 };
 
+// The recent-returns window (the last 100 finished episodes, oldest first) and the episode count.
+struct RunWindow {
+  std::vector<double> returns, lengths;
+  int64_t episodes = 0;
+};
+
 class RunController {
  public:
   RunController(const Config& cfg, const Comms& comms, const std::string& run_dir);
@@ -39,22 +45,28 @@ class RunController {
   double elapsed() const;
 
   void on_reply(const Batch& b);    // the replay's status and the episodes finished (every reply)
+  void on_episodes(const std::vector<float>& returns, const std::vector<int32_t>& lengths);
+  void set_status(const ReplayStatus& s) { status_ = s; }
+  const ReplayStatus& status() const { return status_; }
+  // Checkpoints: the window as it is now; a resumed run's window, time so far and counts.
+  RunWindow window() const;
+  void resume(const RunWindow& w, double elapsed_s, const LearnerCounts& counts);
   void on_trained(const Batch& b);  // lag and counts of a batch the learners go on to train on
   void on_update(const UpdateResult& r);  // keeps the loss tensors for the next log row
   void add_wait(double seconds) { wait_s_ += seconds; }
   LearnerCounts& counts() { return counts_; }
 
   bool wall_limit_reached() const;
-  // Why the run should stop now ("" = go on). Learner 0: steps, wall clock, mean return; others:
-  // the wall clock only.
+  // Why the run should stop now ("" = go on). Any learner: "preempted" (SIGUSR1/SIGTERM, see
+  // core/signals.h), the wall clock; learner 0 also: steps, mean return.
   std::string stop_reason() const;
+  int64_t metrics_bytes() const { return metrics_ ? metrics_->bytes() : 0; }
   void maybe_log();  // learner 0: a metrics row and the status line every run.log_interval_s
 
   // Learner 0, at the end: model.pt, then summary.json (written again with final=true once the
   // replay has said goodbye). Both are atomic.
   void save_model(models::Policy& policy, const envs::EnvSpec& spec);
   void write_summary(const std::string& reason, const nlohmann::json& extra, bool final);
-  void set_status(const ReplayStatus& s) { status_ = s; }
   void set_totals(const LearnerCounts& all) { totals_ = all; }
 
  private:

@@ -86,4 +86,43 @@ UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
   return r;
 }
 
+void Trainer::save(torch::serialize::OutputArchive& ar) {
+  torch::serialize::OutputArchive model, optim;
+  policy_->save(model);
+  optim_->save(optim);
+  ar.write("model", model);
+  ar.write("optimizer", optim);
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    ar.write("rng_cpu", cpu.get_state());
+  }
+  if (device_.is_cuda()) {
+    at::Generator dev = at::globalContext().defaultGenerator(device_);
+    std::lock_guard<std::mutex> lock(dev.mutex());
+    ar.write("rng_device", dev.get_state());
+  }
+}
+
+void Trainer::load(torch::serialize::InputArchive& ar) {
+  torch::serialize::InputArchive model, optim;
+  ar.read("model", model);
+  ar.read("optimizer", optim);
+  policy_->load(model);
+  policy_->to(device_);
+  optim_->load(optim);
+  torch::Tensor rng;
+  ar.read("rng_cpu", rng);
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    cpu.set_state(rng);
+  }
+  if (device_.is_cuda() && ar.try_read("rng_device", rng)) {
+    at::Generator dev = at::globalContext().defaultGenerator(device_);
+    std::lock_guard<std::mutex> lock(dev.mutex());
+    dev.set_state(rng);
+  }
+}
+
 }  // namespace mpirl::learner

@@ -42,6 +42,11 @@ class Trainer {
   // One update on `batch` (IMPALA: one step; APPO: appo_epochs x appo_minibatches steps).
   UpdateResult update(TrainBatch& batch, const BootInputs& boot);
 
+  // Parameters, optimizer state (moments and step counts) and the torch RNG states: a checkpoint's
+  // learner.pt. load() restores them bit for bit (onto this trainer's device).
+  void save(torch::serialize::OutputArchive& ar);
+  void load(torch::serialize::InputArchive& ar);
+
  private:
   torch::Tensor step(const LossTerms& l);  // backward, average, clip, optimizer step; returns grad norm
 

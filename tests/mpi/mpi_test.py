@@ -8,6 +8,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -269,6 +270,134 @@ def case_bad_dump_path(args):
     blocker = os.path.join(args.workdir, f"file-{uuid.uuid4().hex[:8]}")
     open(blocker, "w").write("x")
     bad(args, [f"replay.dump_path={json.dumps(blocker + '/replay.h5')}"], "replay.dump_path")
+
+
+def latest_checkpoint(run_dir):
+    ds = sorted(glob.glob(os.path.join(run_dir, "checkpoints", "ckpt-*")))
+    return ds[-1] if ds else None
+
+
+def checkpoint_facts(ckpt):
+    with open(os.path.join(ckpt, "state.json")) as f:
+        st = json.load(f)
+    with open(os.path.join(ckpt, "replay_state.json")) as f:
+        rs = json.load(f)
+    with open(os.path.join(ckpt, "COMPLETE")) as f:
+        done = json.load(f)
+    return st, rs, done
+
+
+def wait_for_rows(run_dir, n, limit_s):
+    t0 = time.time()
+    path = os.path.join(run_dir, "metrics.jsonl")
+    while time.time() - t0 < limit_s:
+        if os.path.exists(path) and sum(1 for _ in open(path)) >= n:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def check_resumed(d, ckpt, st, rs):
+    """What the resumed ranks reported right after loading equals what the checkpoint holds."""
+    rows = {r["role"]: r for r in map(json.loads, open(os.path.join(d, "resumed.jsonl")))}
+    lr, rr = rows["learner"], rows["replay"]
+    check(lr["checkpoint"] == ckpt and rr["checkpoint"] == ckpt, f"resumed from {os.path.basename(ckpt)}")
+    check(lr["version"] == st["version"] and lr["episodes"] == st["episodes"]
+          and lr["elapsed_s"] == st["elapsed_s"],
+          f"learner resumed at update {lr['version']}, {lr['episodes']} episodes, {lr['elapsed_s']:.2f} s = the checkpoint's")
+    check(rr["replay_items"] == rs["items"] and rr["replay_checksum_crc32"] == rs["checksum_crc32"],
+          f"replay resumed {rr['replay_items']} items, CRC-32 {rr['replay_checksum_crc32']:08x} = the checkpoint's")
+    check(rr["env_steps"] == st["env_steps"] == rs["status"]["env_steps"] and rr["episodes"] == rs["status"]["episodes"],
+          f"replay resumed at {rr['env_steps']} env steps, {rr['episodes']} episodes = the checkpoint's")
+
+
+def case_checkpoint_resume(args):
+    # Two learners, periodic checkpoints; SIGUSR1 to mpirun (as slurm/train.sbatch forwards it):
+    # every rank stops at an update boundary after a final checkpoint, exit 75. Resumed, the run
+    # continues from the checkpoint's counters, replay contents and metrics, and its counts add up.
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    sets = ["roles.learners=2", "run.total_env_steps=1000000000", "run.checkpoint_interval_s=1",
+            "run.log_interval_s=0.5", "replay.selector=\"uniform\"", "replay.max_times_sampled=0",
+            "replay.capacity=512"]
+    cmd = command(args, 5, sets, out_dir)
+    d = os.path.join(out_dir, "run")
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    check(wait_for_rows(d, 4, 90), "the run is learning (4 metrics rows)")
+    t0 = time.time()
+    proc.send_signal(signal.SIGUSR1)
+    out, _ = proc.communicate(timeout=120)
+    dt = time.time() - t0
+    sys.stdout.write(out[-3000:].replace("\r", "\n"))
+    s = finished_run(proc, d, 1, exit_code=75)
+    check(s["stop_reason"] == "preempted" and s["final_checkpoint_written"], "stop_reason preempted, final checkpoint written")
+    check(dt < 30, f"stopped and checkpointed {dt:.1f} s after the signal")
+    ckpts = sorted(glob.glob(os.path.join(d, "checkpoints", "ckpt-*")))
+    check(len(ckpts) == 2, f"run.keep_checkpoints = 2 kept ({[os.path.basename(c) for c in ckpts]})")
+    ckpt = ckpts[-1]
+    st, rs, done = checkpoint_facts(ckpt)
+    check(st["version"] == s["learner_updates"] and st["env_steps"] == s["env_steps"],
+          f"final checkpoint at update {st['version']}, {st['env_steps']} env steps = the summary's")
+    check(done["files"]["replay.h5"]["bytes"] > 0 and rs["items"] == s["replay"]["fill"],
+          f"replay part holds the {rs['items']} items the replay held")
+
+    target = st["env_steps"] + 300000
+    p2, dt2, _ = run_resume(args, d, [f"run.total_env_steps={target}"], 240)
+    s2 = finished_run(p2, d, target)
+    check_resumed(d, ckpt, st, rs)
+    check(s2["segment"] == 1 and s2["resumed_from"] == ckpt, "summary names the segment and the checkpoint")
+    check(s2["learner_updates"] > st["version"] and s2["episodes"] > st["episodes"], "counters went on from the checkpoint")
+    rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+    times = [r["time_s"] for r in rows]
+    check(times == sorted(times), "metrics.jsonl continues: time_s never goes back")
+    check(not glob.glob(os.path.join(d, "checkpoints", ".tmp-*")), "no temporary checkpoint left")
+
+
+def run_resume(args, d, sets, timeout, n=5):
+    cmd = [args.mpirun, "-n", str(n), "--oversubscribe", args.mpirl, "train", "--resume", d]
+    for x in sets:
+        cmd += ["--set", x]
+    print("$", " ".join(cmd), flush=True)
+    t0 = time.time()
+    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    sys.stdout.write(p.stdout[-3000:].replace("\r", "\n"))
+    sys.stdout.write(p.stderr[-3000:])
+    return p, time.time() - t0, d
+
+
+def case_resume_refusals(args):
+    # A corrupt newest checkpoint and a partial one are skipped for the previous complete one; an
+    # unsafe config change is refused naming the key; no complete checkpoint at all is an error.
+    p, dt, d = run(args, 4, ["run.total_env_steps=300000", "run.checkpoint_interval_s=0.5", "run.keep_checkpoints=3"], 240)
+    finished_run(p, d, 300000)
+    ckpts = sorted(glob.glob(os.path.join(d, "checkpoints", "ckpt-*")))
+    check(len(ckpts) >= 2, f"{len(ckpts)} checkpoints kept")
+    newest, previous = ckpts[-1], ckpts[-2]
+    with open(os.path.join(newest, "learner.pt"), "r+b") as f:  # one byte flipped: same size, other CRC
+        f.seek(100)
+        b = f.read(1)
+        f.seek(100)
+        f.write(bytes([b[0] ^ 0xFF]))
+    partial = os.path.join(d, "checkpoints", "ckpt-999999999999-9999999999999")
+    shutil.copytree(previous, partial)
+    os.unlink(os.path.join(partial, "COMPLETE"))
+
+    t0 = time.time()
+    p2, dt2, _ = run_resume(args, d, ["learner.lr=0.1"], 60, n=4)
+    check(p2.returncode == 2 and "'learner.lr' changed" in p2.stderr, f"unsafe change refused with exit 2 ({p2.returncode})")
+    check(dt2 < 15, f"refused in {dt2:.1f} s")
+    st, rs, _ = checkpoint_facts(previous)
+    p3, _, _ = run_resume(args, d, [f"run.total_env_steps={st['env_steps'] + 100000}"], 240, n=4)
+    finished_run(p3, d, st["env_steps"] + 100000)
+    check("ckpt-999999999999" in p3.stderr and "no COMPLETE marker" in p3.stderr, "the partial checkpoint was named and skipped")
+    check(os.path.basename(newest) in p3.stderr and "CRC-32" in p3.stderr, "the corrupt checkpoint was named and skipped")
+    check_resumed(d, previous, st, rs)
+
+    for c in glob.glob(os.path.join(d, "checkpoints", "ckpt-*")):
+        if os.path.exists(os.path.join(c, "COMPLETE")):
+            os.unlink(os.path.join(c, "COMPLETE"))
+    p4, _, _ = run_resume(args, d, [], 60, n=4)
+    check(p4.returncode == 2 and "no complete checkpoint" in p4.stderr, "no complete checkpoint: exit 2 naming the directory")
 
 
 def bad(args, sets, key, n=4):

@@ -20,6 +20,7 @@
 #include "buffer/replay.h"
 #include "buffer/rate_limiter.h"
 #include "buffer/replay_buffer.h"
+#include "buffer/replay_checkpoint.h"
 #include "buffer/selectors.h"
 #include "buffer/sum_tree.h"
 #include "comm/seq_layout.h"
@@ -905,4 +906,69 @@ TEST(ReplayConfig, RefusesAnUnwritableDumpPath) {
   EXPECT_NO_THROW(buffer::validate_replay_config(load_config("", {"run.out_dir=" + q(d), "run.name=\"r1\""})));
   EXPECT_EQ(list_dir(d), std::vector<std::string>{"file"});  // no probe file, nothing created
   (void)std::system(("rm -rf '" + d + "'").c_str());
+}
+
+// A checkpoint's replay part: the items, every counter, insertion numbers, limiter and the
+// sampler's RNG come back, so the resumed buffer draws what the original would have drawn next.
+TEST_F(DumpTest, CheckpointRoundTripContinuesTheSameSampling) {
+  SeqLayout l(spec(), 3, 0);
+  ReplayOptions o;
+  o.capacity = 16;
+  o.selector = "uniform";
+  o.max_times_sampled = 0;
+  o.samples_per_insert = 2;
+  o.error_buffer = 100;
+  o.seed = 99;
+  ReplayBuffer a(l, o);
+  auto p = payload(l, 20, 7);
+  for (int i = 0; i < 20; ++i) a.insert(p.data(), 20, i);  // 4 evicted
+  std::vector<char> out(l.field_offset(l.fields().size(), 4));
+  for (int k = 0; k < 3; ++k) a.sample(4, out.data());
+  ReplayCheckpoint st;
+  st.status.env_steps = 60;
+  st.status.episodes = 5;
+  st.returns = {1.5f, 2.5f};
+  st.lengths = {10, 20};
+  st.buffer = a.resume_state();
+  auto info = write_replay_checkpoint(a, st, dir.string(), "CartPole-v1", "x = 1");
+  EXPECT_EQ(info.items, 16);
+
+  ReplayBuffer b(l, o);
+  auto got = read_replay_checkpoint(b, dir.string(), "CartPole-v1");
+  EXPECT_EQ(got.checksum, info.checksum);
+  EXPECT_EQ(got.status.env_steps, 60);
+  EXPECT_EQ(got.status.episodes, 5);
+  EXPECT_EQ(got.returns, st.returns);
+  EXPECT_EQ(got.lengths, st.lengths);
+  EXPECT_EQ(b.size(), a.size());
+  EXPECT_EQ(b.counters().inserted, a.counters().inserted);  // 20, not the 16 the restore inserted
+  EXPECT_EQ(b.counters().evicted, a.counters().evicted);
+  EXPECT_EQ(b.counters().sampled, a.counters().sampled);
+  EXPECT_EQ(b.next_insert_seq(), a.next_insert_seq());
+  EXPECT_EQ(b.limiter().inserts(), a.limiter().inserts());
+  EXPECT_EQ(b.limiter().samples(), a.limiter().samples());
+  // The sampler's RNG continues where it was (draws by slot can differ: a restore lays the items out
+  // anew), and the next draws come from the restored items.
+  EXPECT_EQ(b.resume_state().rng, a.resume_state().rng);
+  ReplayBuffer c(l, o);  // control: restored items, the seed's fresh RNG
+  restore_replay(c, dir.string() + "/replay.h5", "CartPole-v1");
+  EXPECT_NE(c.resume_state().rng, a.resume_state().rng);
+  auto sb = b.sample(4, out.data());
+  for (int64_t slot : sb.slots) EXPECT_LT(b.meta(slot).insert_seq, 20);
+  // A replay_state.json that does not match the dump is refused, naming the checkpoint.
+  {
+    std::ifstream in(dir / "replay_state.json");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    auto pos = text.find("\"items\": 16");
+    ASSERT_NE(pos, std::string::npos);
+    text.replace(pos, 11, "\"items\": 15");
+    std::ofstream(dir / "replay_state.json") << text;
+  }
+  ReplayBuffer e(l, o);
+  try {
+    read_replay_checkpoint(e, dir.string(), "CartPole-v1");
+    ADD_FAILURE() << "a mismatched replay_state.json was accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("replay_state.json says 15"), std::string::npos) << err.what();
+  }
 }

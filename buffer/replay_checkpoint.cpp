@@ -1,0 +1,92 @@
+#include "buffer/replay_checkpoint.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/run_dir.h"
+
+namespace mpirl {
+
+// Field-by-field JSON of the status types (also what the summary's "replay" object shows).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DumpStatus, dumps, failures, items, checksum, seconds, path, last_error)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CheckpointStatus, requests, completed, failures, items, checksum, seconds, dir,
+                                   last_error)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReplayStatus, env_steps, actor_env_steps, rollouts, discarded_rollouts, episodes,
+                                   inserted, restored, evicted, consumed, fill, capacity, restored_seq_end, sampled,
+                                   batches, priority_updates, stale_priority_updates, max_priority, sampled_by_learner,
+                                   dump, checkpoint)
+
+namespace buffer {
+
+DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
+                                 const std::string& env_id, const std::string& config) {
+  const auto& b = st.buffer;
+  nlohmann::json j = {{"status", nlohmann::json(st.status)},
+                      {"pending_episode_returns", st.returns},
+                      {"pending_episode_lengths", st.lengths},
+                      {"buffer",
+                       {{"inserted", b.counters.inserted},
+                        {"evicted", b.counters.evicted},
+                        {"consumed", b.counters.consumed},
+                        {"sampled", b.counters.sampled},
+                        {"batches", b.counters.batches},
+                        {"priority_updates", b.counters.priority_updates},
+                        {"stale_priority_updates", b.counters.stale_priority_updates},
+                        {"next_seq", b.next_seq},
+                        {"limiter_inserts", b.limiter_inserts},
+                        {"limiter_samples", b.limiter_samples},
+                        {"max_priority", b.max_priority},
+                        {"rng", b.rng}}}};
+  auto info = dump_replay(rb, dir + "/replay.h5", env_id, config);
+  j["items"] = info.items;
+  j["checksum_crc32"] = info.checksum;
+  write_json_atomic(dir + "/replay_state.json", j);
+  return info;
+}
+
+ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id) {
+  const std::string path = dir + "/replay_state.json";
+  nlohmann::json j;
+  try {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot open it");
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("checkpoint file '{}': {}", path, e.what()));
+  }
+  ReplayCheckpoint st;
+  try {
+    st.status = j.at("status").get<ReplayStatus>();
+    st.returns = j.at("pending_episode_returns").get<std::vector<float>>();
+    st.lengths = j.at("pending_episode_lengths").get<std::vector<int32_t>>();
+    const auto& b = j.at("buffer");
+    auto& r = st.buffer;
+    r.counters.inserted = b.at("inserted");
+    r.counters.evicted = b.at("evicted");
+    r.counters.consumed = b.at("consumed");
+    r.counters.sampled = b.at("sampled");
+    r.counters.batches = b.at("batches");
+    r.counters.priority_updates = b.at("priority_updates");
+    r.counters.stale_priority_updates = b.at("stale_priority_updates");
+    r.next_seq = b.at("next_seq");
+    r.limiter_inserts = b.at("limiter_inserts");
+    r.limiter_samples = b.at("limiter_samples");
+    r.max_priority = b.at("max_priority");
+    r.rng = b.at("rng");
+    if (st.returns.size() != st.lengths.size()) throw Error("pending episode returns and lengths differ in number");
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("checkpoint file '{}' is malformed: {}", path, e.what()));
+  }
+  auto h = restore_replay(rb, dir + "/replay.h5", env_id);
+  if (h.items != j.value("items", int64_t(-1)) || h.checksum != j.value("checksum_crc32", uint32_t(0)))
+    throw Error(fmt::format("checkpoint '{}': replay.h5 holds {} items with CRC-32 {:08x}, replay_state.json says {} "
+                            "and {:08x}", dir, h.items, h.checksum, j.value("items", int64_t(-1)),
+                            j.value("checksum_crc32", uint32_t(0))));
+  rb.resume(st.buffer);
+  st.checksum = h.checksum;
+  return st;
+}
+
+}  // namespace buffer
+}  // namespace mpirl

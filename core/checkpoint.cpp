@@ -1,0 +1,223 @@
+#include "core/checkpoint.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+#include <zlib.h>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/run_dir.h"
+
+namespace mpirl::ckpt {
+namespace {
+
+constexpr char kComplete[] = "COMPLETE";
+constexpr int kFormat = 1;
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void make_dir(const std::string& p) {
+  if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error(fmt::format("cannot create checkpoint directory '{}': {}", p, std::strerror(errno)));
+}
+
+// Size and CRC-32 of a file, read in 4 MiB blocks. Throws Error naming it.
+std::pair<int64_t, uint32_t> size_and_crc(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  std::vector<char> buf(size_t(4) << 20);
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  int64_t bytes = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(err)));
+    }
+    if (n == 0) break;
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(buf.data()), uInt(n));
+    bytes += n;
+  }
+  ::close(fd);
+  return {bytes, uint32_t(crc)};
+}
+
+int remove_entry(const char* path, const struct stat*, int flag, struct FTW*) {
+  return flag == FTW_DP ? ::rmdir(path) : ::unlink(path);
+}
+
+}  // namespace
+
+const std::vector<std::string>& required_files() {
+  static const std::vector<std::string> f = {"config.toml", "learner.pt", "state.json", "replay.h5",
+                                             "replay_state.json"};
+  return f;
+}
+
+std::string checkpoints_dir(const std::string& run_dir) { return run_dir + "/checkpoints"; }
+
+std::string begin(const std::string& run_dir, int64_t version) {
+  const std::string parent = checkpoints_dir(run_dir);
+  make_dir(parent);
+  const std::string tmp = fmt::format("{}/.tmp-ckpt-{:012d}-{}", parent, version, ::getpid());
+  if (is_dir(tmp)) remove_tree(tmp);
+  make_dir(tmp);
+  return tmp;
+}
+
+std::string seal(const std::string& tmp_dir, int64_t version, const nlohmann::json& info) {
+  nlohmann::json c = info;
+  c["format"] = kFormat;
+  c["version"] = version;
+  nlohmann::json files = nlohmann::json::object();
+  for (const auto& name : required_files()) {
+    const std::string p = tmp_dir + "/" + name;
+    auto [bytes, crc] = size_and_crc(p);
+    fsync_path(p, false);
+    files[name] = {{"bytes", bytes}, {"crc32", crc}};
+  }
+  c["files"] = files;
+  fsync_path(tmp_dir, true);
+  write_json_atomic(tmp_dir + "/" + kComplete, c);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string parent = tmp_dir.substr(0, tmp_dir.rfind('/'));
+  const std::string final_dir = fmt::format("{}/ckpt-{:012d}-{:013d}", parent, version, ms);
+  if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0)
+    throw Error(fmt::format("cannot rename checkpoint '{}' to '{}': {}", tmp_dir, final_dir, std::strerror(errno)));
+  fsync_path(parent, true);
+  return final_dir;
+}
+
+// The whole of a small file; false when it cannot be opened.
+static bool read_small(const std::string& path, std::string* text) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) text->append(buf, size_t(n));
+  ::close(fd);
+  return n == 0;
+}
+
+std::string verify(const std::string& dir) {
+  std::string text;
+  if (!read_small(dir + "/" + kComplete, &text)) return fmt::format("no {} marker (a partial checkpoint)", kComplete);
+  nlohmann::json c;
+  try {
+    c = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return fmt::format("{} is not valid JSON: {}", kComplete, e.what());
+  }
+  if (!c.is_object() || c.value("format", 0) != kFormat || !c.contains("files") || !c["files"].is_object())
+    return fmt::format("{} has an unknown format", kComplete);
+  for (const auto& name : required_files()) {
+    if (!c["files"].contains(name)) return fmt::format("{} does not list {}", kComplete, name);
+    const auto& f = c["files"][name];
+    std::pair<int64_t, uint32_t> got;
+    try {
+      got = size_and_crc(dir + "/" + name);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    if (got.first != f.value("bytes", int64_t(-1)))
+      return fmt::format("{} has {} bytes, {} says {}", name, got.first, kComplete, f.value("bytes", int64_t(-1)));
+    if (got.second != f.value("crc32", uint32_t(0)))
+      return fmt::format("{} has CRC-32 {:08x}, {} says {:08x} (corrupt)", name, got.second, kComplete,
+                         f.value("crc32", uint32_t(0)));
+  }
+  return "";
+}
+
+Latest latest(const std::string& run_dir) {
+  Latest out;
+  const std::string parent = checkpoints_dir(run_dir);
+  auto names = list_dir(parent);
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    if (it->rfind("ckpt-", 0) != 0 || !is_dir(parent + "/" + *it)) continue;
+    const std::string dir = parent + "/" + *it;
+    std::string why = verify(dir);
+    if (!why.empty()) {
+      out.skipped.push_back(fmt::format("{}: {}", dir, why));
+      continue;
+    }
+    out.dir = dir;
+    std::string text;
+    read_small(dir + "/" + kComplete, &text);
+    out.info = nlohmann::json::parse(text);
+    return out;
+  }
+  return out;
+}
+
+void prune(const std::string& run_dir, int keep, const std::string& in_flight) {
+  const std::string parent = checkpoints_dir(run_dir);
+  auto names = list_dir(parent);
+  int kept = 0;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    const std::string p = parent + "/" + *it;
+    const bool old_ckpt = it->rfind("ckpt-", 0) == 0 && ++kept > keep;
+    const bool stale_tmp = it->rfind(".tmp-ckpt-", 0) == 0 && p != in_flight;
+    if (!old_ckpt && !stale_tmp) continue;
+    try {
+      remove_tree(p);
+    } catch (const std::exception& e) {
+      spdlog::warn("checkpoint clean-up: {}", e.what());
+    }
+  }
+}
+
+void remove_tree(const std::string& path) {
+  if (::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+    throw Error(fmt::format("cannot remove '{}': {}", path, std::strerror(errno)));
+}
+
+const std::vector<std::string>& resume_safe_keys() {
+  static const std::vector<std::string> k = {
+      "run.total_env_steps", "run.max_wall_seconds", "run.stop_mean_return", "run.log_interval_s",
+      "run.stall_timeout_s", "run.checkpoint", "run.checkpoint_interval_s", "run.keep_checkpoints",
+      "run.resume", "replay.dump", "replay.dump_interval_s", "actor.threads", "learner.threads",
+      "learner.device"};
+  return k;
+}
+
+void check_resume_config(const std::string& checkpoint_toml, const std::string& new_toml, const std::string& where) {
+  const auto& safe = resume_safe_keys();
+  for (const auto& c : config_changes(checkpoint_toml, new_toml)) {
+    if (c.key == "run.name" || c.key == "run.out_dir") continue;
+    if (std::find(safe.begin(), safe.end(), c.key) != safe.end()) continue;
+    throw ConfigError(fmt::format(
+        "cannot resume {}: config key '{}' changed from {} to {}; a resumed run may change only {}", where, c.key,
+        c.before, c.after, fmt::join(safe, ", ")));
+  }
+}
+
+}  // namespace mpirl::ckpt

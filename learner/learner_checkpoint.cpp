@@ -1,0 +1,191 @@
+#include "learner/learner_checkpoint.h"
+
+#include <array>
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "core/checkpoint.h"
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace mpirl::learner {
+namespace {
+
+constexpr int kCounts = 9;
+
+std::array<int64_t, kCounts> pack(const LearnerCounts& c) {
+  return {c.received, c.trained,         c.too_old,     c.lag_unknown, c.restored_sampled,
+          c.updates,  c.optimizer_steps, c.truncations, c.bootstraps};
+}
+LearnerCounts unpack(const int64_t* v) { return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}; }
+
+}  // namespace
+
+nlohmann::json to_json(const LearnerState& s) {
+  nlohmann::json counts = nlohmann::json::array();
+  for (const auto& c : s.counts) counts.push_back(pack(c));
+  return {{"version", s.version},
+          {"segment", s.segment},
+          {"elapsed_s", s.elapsed_s},
+          {"metrics_bytes", s.metrics_bytes},
+          {"learner_counts", counts},
+          {"learner_counts_fields",
+           {"received", "trained", "too_old", "lag_unknown", "restored_sampled", "updates", "optimizer_steps",
+            "truncations", "bootstraps"}},
+          {"episodes", s.window.episodes},
+          {"recent_returns", s.window.returns},
+          {"recent_lengths", s.window.lengths},
+          {"env_steps", s.replay.env_steps},
+          {"replay", to_json(s.replay)}};
+}
+
+LearnerState learner_state_from_json(const nlohmann::json& j, const std::string& where) {
+  LearnerState s;
+  try {
+    s.version = j.at("version");
+    s.segment = j.at("segment");
+    s.elapsed_s = j.at("elapsed_s");
+    s.metrics_bytes = j.at("metrics_bytes");
+    for (const auto& row : j.at("learner_counts")) {
+      auto v = row.get<std::vector<int64_t>>();
+      if (v.size() != kCounts) throw Error(fmt::format("a learner_counts row has {} values, expected {}", v.size(), kCounts));
+      s.counts.push_back(unpack(v.data()));
+    }
+    s.window.episodes = j.at("episodes");
+    s.window.returns = j.at("recent_returns").get<std::vector<double>>();
+    s.window.lengths = j.at("recent_lengths").get<std::vector<double>>();
+    s.replay.env_steps = j.at("env_steps");
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{} is malformed: {}", where, e.what()));
+  }
+  if (s.version < 0 || s.elapsed_s < 0 || s.metrics_bytes < -1 || s.window.returns.size() != s.window.lengths.size())
+    throw Error(fmt::format("{} is malformed: negative counters or windows of different lengths", where));
+  return s;
+}
+
+LearnerState load_checkpoint(const std::string& dir, Trainer& trainer, const Comms& comms) {
+  {
+    torch::serialize::InputArchive ar;
+    try {
+      ar.load_from(dir + "/learner.pt", trainer.device());
+      trainer.load(ar);
+    } catch (const c10::Error& e) {
+      throw Error(fmt::format("checkpoint file '{}/learner.pt' does not load: {}", dir, e.what_without_backtrace()));
+    }
+  }
+  const std::string path = dir + "/state.json";
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("cannot open checkpoint file '{}'", path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("checkpoint file '{}' is not JSON: {}", path, e.what()));
+  }
+  LearnerState s = learner_state_from_json(j, "checkpoint file '" + path + "'");
+  if (int(s.counts.size()) != comms.layout.learners)
+    throw Error(fmt::format("checkpoint file '{}' has counts of {} learners; this run has {}", path, s.counts.size(),
+                            comms.layout.learners));
+  s.counts = {s.counts[size_t(comms.rank)]};  // learners are ranks 0..L-1
+  return s;
+}
+
+Checkpointer::Checkpointer(const Config& cfg, const Comms& comms, const RunStart& start, Trainer& trainer,
+                           RunController& run, BatchSource& source)
+    : cfg_(cfg), comms_(comms), start_(start), trainer_(trainer), run_(run), source_(source), last_(now_seconds()) {
+  if (comms_.rank == 0)
+    source_.on_checkpoint_done = [this](const ReplayStatus& s) {
+      if (!periodic_.tmp.empty()) replay_done(periodic_, s);
+    };
+}
+
+bool Checkpointer::due() const {
+  return comms_.rank == 0 && enabled() && cfg_.run.checkpoint_interval_s > 0 && periodic_.tmp.empty() &&
+         now_seconds() - last_ >= cfg_.run.checkpoint_interval_s;
+}
+
+std::vector<LearnerCounts> Checkpointer::gather_counts() {
+  LearnerCounts mine = run_.counts();
+  mine.received += source_.items_received();
+  auto v = pack(mine);
+  std::vector<int64_t> all(comms_.rank == 0 ? size_t(kCounts * comms_.layout.learners) : 0);
+  MPIRL_MPI(MPI_Gather(v.data(), kCounts, MPI_INT64_T, all.data(), kCounts, MPI_INT64_T, 0, comms_.learners));
+  std::vector<LearnerCounts> out;
+  for (size_t l = 0; l < all.size() / kCounts; ++l) out.push_back(unpack(all.data() + l * kCounts));
+  return out;
+}
+
+void Checkpointer::begin(int64_t version, bool final) {
+  auto counts = gather_counts();
+  if (comms_.rank != 0) return;
+  last_ = now_seconds();
+  InFlight& f = final ? final_ : periodic_;
+  try {
+    f.tmp = ckpt::begin(start_.run_dir, version);
+    std::ostringstream os;
+    torch::serialize::OutputArchive ar;
+    trainer_.save(ar);
+    ar.save_to(os);
+    write_file_atomic(f.tmp + "/learner.pt", os.str());
+    write_file_atomic(f.tmp + "/config.toml", cfg_.resolved_toml);
+  } catch (const std::exception& e) {
+    spdlog::error("checkpoint at update {} failed, the run goes on: {}", version, e.what());
+    if (!f.tmp.empty()) ckpt::remove_tree(f.tmp);
+    f = {};
+    return;
+  }
+  f.state = {};
+  f.state.version = version;
+  f.state.segment = start_.segment;
+  f.state.elapsed_s = run_.elapsed();
+  // A final checkpoint comes after every row of this run (the last one is written with the
+  // summary): a resumed run keeps them all (-1).
+  f.state.metrics_bytes = final ? -1 : run_.metrics_bytes();
+  f.state.counts = std::move(counts);
+  source_.send_checkpoint_request(f.tmp, final);
+}
+
+void Checkpointer::replay_done(InFlight& f, const ReplayStatus& s) {
+  const auto& k = s.checkpoint;
+  std::string tmp = f.tmp;
+  f.tmp.clear();
+  if (k.dir.empty() || tmp.size() < k.dir.size() || tmp.compare(tmp.size() - k.dir.size(), k.dir.size(), k.dir) != 0 ||
+      k.completed == 0 || !k.last_error.empty()) {
+    spdlog::error("checkpoint at update {} failed (the replay's part: {}); the previous one stays", f.state.version,
+                  k.last_error.empty() ? "not written" : k.last_error);
+    ckpt::remove_tree(tmp);
+    return;
+  }
+  try {
+    f.state.window = run_.window();  // the episodes the replay sent before its part: it holds the rest
+    f.state.replay = s;
+    // Sequences the replay sampled before its part but the learners had not received when theirs
+    // was taken (replies in flight at a periodic checkpoint) count as received and not trained,
+    // like those drained at a stop: a resumed run's counts still add up.
+    for (size_t l = 0; l < f.state.counts.size() && l < s.sampled_by_learner.size(); ++l)
+      f.state.counts[l].received = std::max(f.state.counts[l].received, s.sampled_by_learner[l]);
+    write_json_atomic(tmp + "/state.json", to_json(f.state));
+    last_sealed_ = ckpt::seal(tmp, f.state.version,
+                              {{"env_steps", s.env_steps}, {"segment", f.state.segment},
+                               {"replay_items", k.items}, {"replay_checksum_crc32", k.checksum}});
+    spdlog::info("checkpoint: update {}, {} env steps, {} replay items (CRC-32 {:08x}) -> {}", f.state.version,
+                 s.env_steps, k.items, k.checksum, last_sealed_);
+    ckpt::prune(start_.run_dir, cfg_.run.keep_checkpoints, periodic_.tmp.empty() ? final_.tmp : periodic_.tmp);
+  } catch (const std::exception& e) {
+    spdlog::error("checkpoint at update {} failed; the previous one stays: {}", f.state.version, e.what());
+    ckpt::remove_tree(tmp);
+  }
+}
+
+std::string Checkpointer::finish_final(const ReplayStatus& final_status) {
+  auto counts = gather_counts();
+  if (comms_.rank != 0 || final_.tmp.empty()) return "";
+  final_.state.counts = std::move(counts);
+  const std::string before = last_sealed_;
+  replay_done(final_, final_status);
+  return last_sealed_ != before ? last_sealed_ : "";
+}
+
+}  // namespace mpirl::learner

@@ -1,0 +1,75 @@
+#pragma once
+// The learners' side of run checkpoints (core/checkpoint.h; the sequence is in comm/protocol.h).
+// Every learner takes part in the collective steps (its counters are gathered; on resume each gets
+// its own back); learner 0 writes learner.pt, state.json and config.toml, asks the replay for its
+// part and seals the directory once the replay has answered.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/protocol.h"
+#include "comm/ranks.h"
+#include "core/config.h"
+#include "core/run_dir.h"
+#include "learner/batch_source.h"
+#include "learner/run_controller.h"
+#include "learner/trainer.h"
+
+namespace mpirl::learner {
+
+// What state.json holds (learner 0 writes it; every learner reads its own counts from it).
+struct LearnerState {
+  int64_t version = 0;                // updates so far = the policy version of learner.pt
+  int64_t segment = 0;                // of the run that wrote it (0 = not resumed)
+  double elapsed_s = 0;               // run time so far (summed over segments)
+  int64_t metrics_bytes = 0;          // metrics.jsonl's length when the learner state was taken (-1: all of it)
+  std::vector<LearnerCounts> counts;  // per learner
+  RunWindow window;                   // the recent-returns window and episode count
+  ReplayStatus replay;                // the replay's status at its part of the checkpoint
+};
+nlohmann::json to_json(const LearnerState& s);
+// Throws Error naming `where` and the missing or malformed field.
+LearnerState learner_state_from_json(const nlohmann::json& j, const std::string& where);
+
+// Every learner: parameters, optimizer and RNG from <dir>/learner.pt; returns <dir>/state.json
+// with this learner's counts first in `counts` (the others' dropped).
+LearnerState load_checkpoint(const std::string& dir, Trainer& trainer, const Comms& comms);
+
+class Checkpointer {
+ public:
+  Checkpointer(const Config& cfg, const Comms& comms, const RunStart& start, Trainer& trainer, RunController& run,
+               BatchSource& source);
+  bool enabled() const { return cfg_.run.checkpoint != "never"; }
+  // Learner 0: a periodic checkpoint is due (and none is in flight).
+  bool due() const;
+  // Every learner, at an update boundary (`version` updates done): counters gathered; learner 0
+  // writes learner.pt and asks the replay. `final`: the replay writes its part at the end.
+  void begin(int64_t version, bool final);
+  // Learner 0 with a final checkpoint begun: after BatchSource::leave(); every learner calls it
+  // (counters gathered again: those drained at the stop included). Returns the sealed directory
+  // ("" when the checkpoint failed: logged, and the previous complete one stays).
+  std::string finish_final(const ReplayStatus& final_status);
+  const std::string& last_sealed() const { return last_sealed_; }
+
+ private:
+  struct InFlight {
+    std::string tmp;
+    LearnerState state;
+  };
+  std::vector<LearnerCounts> gather_counts();
+  void replay_done(InFlight& f, const ReplayStatus& s);  // learner 0: state.json, seal, prune
+
+  const Config& cfg_;
+  const Comms& comms_;
+  const RunStart& start_;
+  Trainer& trainer_;
+  RunController& run_;
+  BatchSource& source_;
+  InFlight periodic_, final_;
+  double last_ = 0;
+  std::string last_sealed_;
+};
+
+}  // namespace mpirl::learner
