@@ -42,6 +42,11 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+bool is_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 void make_dir(const std::string& p) {
   if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error(fmt::format("cannot create checkpoint directory '{}': {}", p, std::strerror(errno)));
@@ -184,7 +189,9 @@ void prune(const std::string& run_dir, int keep, const std::string& in_flight) {
   int kept = 0;
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     const std::string p = parent + "/" + *it;
-    const bool old_ckpt = it->rfind("ckpt-", 0) == 0 && ++kept > keep;
+    // Only complete checkpoints count towards `keep` (an incomplete ckpt-* directory is never
+    // loaded, and never displaces a complete one); stale temporaries go.
+    const bool old_ckpt = it->rfind("ckpt-", 0) == 0 && is_file(p + "/" + kComplete) && ++kept > keep;
     const bool stale_tmp = it->rfind(".tmp-ckpt-", 0) == 0 && p != in_flight;
     if (!old_ckpt && !stale_tmp) continue;
     try {

@@ -42,7 +42,7 @@ struct Latest {
 // The newest checkpoint of a run that verifies.
 Latest latest(const std::string& run_dir);
 
-// Keeps the newest `keep` checkpoints (complete or not, by name) and removes the others, and every
+// Keeps the newest `keep` complete checkpoints (by name) and removes older complete ones, and every
 // temporary directory but `in_flight` (left by a killed run). Errors are logged, not thrown.
 void prune(const std::string& run_dir, int keep, const std::string& in_flight = "");
 

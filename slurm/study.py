@@ -4,6 +4,13 @@ nodes, A actor ranks per node and an env that costs d per step?
 
     slurm/study.py --local [--nodes 1] [--actors 8,32] [--step-ms 0.1,1,10,100] [--seconds 15]
                    [--out runs/study]
+    slurm/study.py --cluster --nodes 1,2,4,8 [--actors 32] [--partition P] [--learner-node own|shared] ...
+
+--cluster submits one `sbatch --wait slurm/train.sbatch` job per point (run it on a login node,
+from the repository, with --out on a shared file system): N actor nodes with A actor ranks each,
+plus one node for the learner and the replay (--learner-node own, the default) or with the learner
+and replay on the first actor node (shared). The env-only column is measured by one one-node job
+per point (A bench_actor_ceiling processes, times N: the nodes are alike). Jobs run one at a time.
 
 --local runs every point on this machine with mpirun (nodes are emulated by ranks on it). Each
 point runs the Synthetic env in sleep mode (16 envs per actor rank, a simulator that leaves the
@@ -73,6 +80,49 @@ def mpirl_run(args, cores, sets, work):
     if p.returncode != 0:
         sys.stderr.write(p.stdout[-2000:] + p.stderr[-2000:])
         raise SystemExit(f"mpirl run failed ({p.returncode}): {' '.join(cmd)}")
+    return read_sps(run_dir)
+
+
+def sbatch_wait(args, cmd, what):
+    """Runs `sbatch --wait ...`; returns the job id. Exits naming the job and its log on failure."""
+    full = ["sbatch", "--parsable", "--wait", *cmd]
+    p = subprocess.run(full, capture_output=True, text=True, cwd=ROOT)
+    job = p.stdout.strip().split(";")[0] if p.stdout.strip() else "?"
+    if p.returncode != 0:
+        raise SystemExit(f"{what}: job {job} failed ({p.returncode}): {' '.join(full)}\n{p.stderr[-2000:]}")
+    return job
+
+
+def cluster_env_only(args, nodes, actors, sets, work):
+    out = os.path.join(work, f"ceiling-a{actors}.json")
+    cmd = [f"--job-name=mpirl-study-ceiling", "--nodes=1", f"--time={int(args.seconds * 4 / 60) + 5}",
+           f"--output={out}"] + (["--partition", args.partition] if args.partition else [])
+    inner = [sys.executable, os.path.abspath(__file__), "--ceiling-only", str(actors), "--seconds", str(args.seconds),
+             "--ceiling", args.ceiling] + [x for s in sets for x in ("--set", s)]
+    sbatch_wait(args, cmd + ["--wrap", " ".join(json.dumps(x) if " " in x or '"' in x else x for x in inner)],
+                "env-only point")
+    per_node = json.loads(open(out).read().strip().splitlines()[-1])["sps"]
+    return per_node * nodes
+
+
+def cluster_mpirl(args, nodes, actors, sets, work):
+    name = f"n{nodes}-a{actors}"
+    job_nodes = nodes + (1 if args.learner_node == "own" else 0)
+    cmd = [f"--job-name=mpirl-study", f"--nodes={job_nodes}", f"--time={int(args.seconds * 4 / 60) + 5}",
+           f"--output={os.path.join(work, name + '.out')}",
+           f"--export=ALL,MPIRL_BIN={args.mpirl},MPIRL_ACTORS_PER_NODE={actors}"]
+    cmd += ["--partition", args.partition] if args.partition else []
+    train = ["--set", f"run.out_dir={json.dumps(work)}", "--set", f"run.name=\"{name}\"",
+             "--set", f"run.max_wall_seconds={args.seconds}", "--set", "run.total_env_steps=1000000000000",
+             "--set", "run.log_interval_s=1.0", "--set", "run.checkpoint=\"never\"", "--set", "replay.dump=\"never\""]
+    for s in sets:
+        train += ["--set", s]
+    sbatch_wait(args, cmd + [os.path.join(ROOT, "slurm", "train.sbatch")] + train, "mpirl point")
+    return read_sps(os.path.join(work, name))
+
+
+def read_sps(run_dir):
+    """SPS over the steady state (metrics rows after the first) and the mean policy lag."""
     rows = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl")) if l.strip()]
     s = json.load(open(os.path.join(run_dir, "summary.json")))
     steady = [r for r in rows[1:] if r["env_steps"] > 0]
@@ -96,7 +146,7 @@ def machine():
     return f"{platform.node()}: {os.cpu_count()} cores, {cpu}"
 
 
-def write_outputs(rows, out, machine_line):
+def write_outputs(rows, out, machine_line, how):
     os.makedirs(out, exist_ok=True)
     cols = ["nodes", "cores", "step_ms", "sps", "sps_per_core", "ideal_sps", "efficiency", "env_only_sps",
             "efficiency_vs_env_only", "policy_lag_mean", "rollout_len"]
@@ -105,8 +155,7 @@ def write_outputs(rows, out, machine_line):
         w.writeheader()
         w.writerows(rows)
     with open(os.path.join(out, "study.md"), "w") as f:
-        f.write(f"Machine: {machine_line}. Synthetic env, sleep mode, {NUM_ENVS} envs per actor rank; nodes emulated "
-                f"by ranks on this machine (`slurm/study.py --local`).\n\n")
+        f.write(f"Machine: {machine_line}. Synthetic env, sleep mode, {NUM_ENVS} envs per actor rank; {how}.\n\n")
         f.write("| nodes | cores (actor ranks) | step | SPS | SPS/core | ideal SPS | efficiency | env-only SPS | "
                 "efficiency vs env-only | policy lag |\n|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
@@ -139,9 +188,15 @@ def write_outputs(rows, out, machine_line):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--local", action="store_true", required=True,
-                    help="run every point on this machine with mpirun (the only mode so far)")
-    ap.add_argument("--nodes", default="1", help="node counts (emulated: ranks on this machine)")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--local", action="store_true", help="run every point on this machine with mpirun")
+    mode.add_argument("--cluster", action="store_true", help="one sbatch job per point (slurm/train.sbatch)")
+    mode.add_argument("--ceiling-only", type=int, metavar="A", help=argparse.SUPPRESS)  # inside a cluster job
+    ap.add_argument("--set", action="append", default=[], help=argparse.SUPPRESS)
+    ap.add_argument("--partition", default="", help="--cluster: the Slurm partition")
+    ap.add_argument("--learner-node", choices=("own", "shared"), default="own",
+                    help="--cluster: learner + replay on a node of their own, or on the first actor node")
+    ap.add_argument("--nodes", default="1", help="node counts (--local: emulated by ranks on this machine)")
     ap.add_argument("--actors", default="8,32", help="actor ranks per node")
     ap.add_argument("--step-ms", default="0.1,1,10,100", help="env step durations in milliseconds")
     ap.add_argument("--seconds", type=float, default=15.0, help="length of each run")
@@ -150,6 +205,9 @@ def main():
     ap.add_argument("--ceiling", default=os.path.join(ROOT, "build", "bench_actor_ceiling"))
     ap.add_argument("--mpirun", default="mpirun")
     args = ap.parse_args()
+    if args.ceiling_only:
+        print(json.dumps({"sps": env_only(args, args.ceiling_only, args.set)}))
+        return
     for exe in (args.mpirl, args.ceiling):
         if not os.access(exe, os.X_OK):
             raise SystemExit(f"{exe} not found: build first (scripts/build.sh)")
@@ -159,15 +217,21 @@ def main():
     machine_line = machine()
     print(f"machine: {machine_line}", flush=True)
     rows = []
-    work = tempfile.mkdtemp(prefix="mpirl-study-")
+    os.makedirs(args.out, exist_ok=True)
+    # Cluster jobs write where every node sees it (under --out); local runs use a temporary directory.
+    work = tempfile.mkdtemp(prefix="work-", dir=os.path.abspath(args.out)) if args.cluster else tempfile.mkdtemp(prefix="mpirl-study-")
     try:
         for n in nodes:
             for a in actors:
                 cores = n * a
                 for step in steps:
                     sets, T = workload(step, args.seconds)
-                    base = env_only(args, cores, sets)
-                    sps, lag = mpirl_run(args, cores, sets, work)
+                    if args.cluster:
+                        base = cluster_env_only(args, n, a, sets, work)
+                        sps, lag = cluster_mpirl(args, n, a, sets, work)
+                    else:
+                        base = env_only(args, cores, sets)
+                        sps, lag = mpirl_run(args, cores, sets, work)
                     ideal = cores / (step / 1000.0)
                     r = {"nodes": n, "cores": cores, "step_ms": step, "sps": sps, "sps_per_core": sps / cores,
                          "ideal_sps": ideal, "efficiency": sps / ideal, "env_only_sps": base,
@@ -179,7 +243,11 @@ def main():
                           f"lag {lag:.1f}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    write_outputs(rows, args.out, machine_line)
+    if args.cluster:
+        machine_line = f"Slurm cluster (jobs from {machine_line}; learner node: {args.learner_node})"
+    how = ("one sbatch job per point (`slurm/study.py --cluster`)" if args.cluster
+           else "nodes emulated by ranks on this machine (`slurm/study.py --local`)")
+    write_outputs(rows, args.out, machine_line, how)
     print(f"wrote {args.out}/study.csv, study.md, study.png")
 
 
