@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "buffer/dump_scheduler.h"
+#include "buffer/learner_messages.h"
 #include "buffer/hdf5_dump.h"
 #include "buffer/replay_buffer.h"
 #include "buffer/replay_checkpoint.h"
@@ -39,21 +40,11 @@ class ReplayServer {
         reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
     c_.sampled_by_learner.assign(size_t(comms.layout.learners), 0);
     if (!start.resume_from.empty()) {
-      auto st = read_replay_checkpoint(rb_, start.resume_from, cfg.env.id);
+      auto st = resume_from_checkpoint(rb_, start, cfg.env.id);
       c_ = st.status;
-      c_.dump = {};
-      c_.checkpoint = {};
       c_.sampled_by_learner.resize(size_t(comms.layout.learners), 0);
       ep_returns_.assign(st.returns.begin(), st.returns.end());
       ep_lengths_.assign(st.lengths.begin(), st.lengths.end());
-      spdlog::info("replay: resumed {} items ({} env steps, {} pending episode statistics) from '{}'", rb_.size(),
-                   c_.env_steps, ep_returns_.size(), start.resume_from);
-      // What the replay holds right after the resume, for whoever checks it against the checkpoint.
-      append_json_line(start.run_dir + "/resumed.jsonl",
-                       {{"role", "replay"}, {"segment", start.segment}, {"checkpoint", start.resume_from},
-                        {"replay_items", rb_.size()}, {"replay_checksum_crc32", st.checksum},
-                        {"env_steps", c_.env_steps}, {"episodes", c_.episodes}, {"rollouts", c_.rollouts},
-                        {"inserted", rb_.counters().inserted}, {"pending_episode_stats", ep_returns_.size()}});
     } else if (!cfg.replay.restore.empty()) {
       auto h = restore_replay(rb_, cfg.replay.restore, cfg.env.id);
       c_.restored = h.items;
@@ -129,7 +120,11 @@ class ReplayServer {
         case wire::Kind::SampleRequest:
           if (!stopping_) pending_.push_back(src);
           break;
-        case wire::Kind::PriorityUpdate: apply_priorities(msg, src); break;
+        case wire::Kind::PriorityUpdate: {
+          auto u = read_priority_update(msg, src);
+          rb_.update_priorities(u.slots, u.generations, u.priorities, u.n);
+          break;
+        }
         case wire::Kind::CheckpointRequest: checkpoint_request(msg, src); break;
         default:  // LearnerBye: acknowledged once every learner has left and the final dump is done
           byes_.push_back(src);
@@ -140,61 +135,27 @@ class ReplayServer {
     return any;
   }
 
-  void apply_priorities(const wire::Message& msg, int src) {
-    const auto& a = msg.env.arrays;
-    auto bad = [&](const std::string& what) {
-      throw Error(fmt::format("PriorityUpdate from rank {} is malformed: {}", src, what));
-    };
-    if (a.size() != 3 || a[0].name != "slot" || a[1].name != "generation" || a[2].name != "priority")
-      bad("expected arrays slot, generation, priority");
-    if (a[0].dtype != wire::DType::I64 || a[1].dtype != wire::DType::I64 || a[2].dtype != wire::DType::F32)
-      bad("expected i64, i64, f32");
-    if (a[0].shape.size() != 1 || a[1].shape != a[0].shape || a[2].shape != a[0].shape) bad("arrays differ in shape");
-    rb_.update_priorities(msg.array<int64_t>(0), msg.array<int64_t>(1), msg.array<float>(2), a[0].shape[0]);
-  }
-
   void checkpoint_request(const wire::Message& msg, int src) {
-    const auto& a = msg.env.arrays;
-    if (src != 0 || a.size() != 2 || a[0].name != "dir" || a[0].dtype != wire::DType::U8 || a[0].shape.size() != 1 ||
-        a[1].name != "final" || a[1].dtype != wire::DType::U8 || a[1].elements() != 1)
-      throw Error(fmt::format("CheckpointRequest from rank {} is malformed (only learner 0 sends one: arrays dir, final)",
-                              src));
-    std::string dir(reinterpret_cast<const char*>(msg.array<uint8_t>(0)), size_t(a[0].shape[0]));
-    if (msg.array<uint8_t>(1)[0]) {  // written after the last ActorDone (finish_learners)
-      final_checkpoint_ = dir;
+    auto r = read_checkpoint_request(msg, src);
+    if (r.final) {  // written after the last ActorDone (finish_learners)
+      final_checkpoint_ = r.dir;
       return;
     }
-    checkpoint(dir);
+    checkpoint(r.dir);
     send_small(wire::Kind::CheckpointDone, src, kTagLearnerReply, true);
   }
 
   // The replay's part of a checkpoint; a failure is reported to learner 0 in the status.
   void checkpoint(const std::string& dir) {
-    auto& k = c_.checkpoint;
-    ++k.requests;
-    k.dir = dir.size() <= kMaxStatusString ? dir : dir.substr(dir.size() - kMaxStatusString);
-    const double t0 = now_seconds();
-    try {
-      ReplayCheckpoint st;
-      st.status = status();
-      // The steps a resumed run counts as reported by actors: those accounted for here (a
-      // non-final checkpoint comes before the actors' ActorDone).
-      st.status.actor_env_steps = c_.env_steps + c_.discarded_rollouts * cfg_.env.num_envs * layout_.T();
-      st.returns.assign(ep_returns_.begin(), ep_returns_.end());
-      st.lengths.assign(ep_lengths_.begin(), ep_lengths_.end());
-      st.buffer = rb_.resume_state();
-      auto info = write_replay_checkpoint(rb_, st, dir, cfg_.env.id, cfg_.resolved_toml);
-      ++k.completed;
-      k.items = info.items;
-      k.checksum = info.checksum;
-      k.seconds = now_seconds() - t0;
-      spdlog::info("replay: checkpoint part written: {} items, CRC-32 {:08x}, {:.2f} s -> {}", info.items,
-                   info.checksum, k.seconds, dir);
-    } catch (const std::exception& e) {
-      ++k.failures;
-      k.last_error = std::string(e.what()).substr(0, kMaxStatusString);
-      spdlog::error("replay: checkpoint part failed: {}", e.what());
-    }
+    ReplayCheckpoint st;
+    st.status = status();
+    // The steps a resumed run counts as reported by actors: those accounted for here (a
+    // non-final checkpoint comes before the actors' ActorDone).
+    st.status.actor_env_steps = c_.env_steps + c_.discarded_rollouts * cfg_.env.num_envs * layout_.T();
+    st.returns.assign(ep_returns_.begin(), ep_returns_.end());
+    st.lengths.assign(ep_lengths_.begin(), ep_lengths_.end());
+    st.buffer = rb_.resume_state();
+    write_checkpoint_part(rb_, st, dir, cfg_, c_.checkpoint);
   }
 
   // A rollout goes straight into a reserved replay chunk (no copy); anything else into rbuf_.

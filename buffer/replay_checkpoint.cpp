@@ -3,6 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/run_dir.h"
 
@@ -43,6 +46,41 @@ DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint&
   j["checksum_crc32"] = info.checksum;
   write_json_atomic(dir + "/replay_state.json", j);
   return info;
+}
+
+void write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
+                           const Config& cfg, CheckpointStatus& k) {
+  ++k.requests;
+  k.dir = dir.size() <= kMaxStatusString ? dir : dir.substr(dir.size() - kMaxStatusString);
+  const double t0 = now_seconds();
+  try {
+    auto info = write_replay_checkpoint(rb, st, dir, cfg.env.id, cfg.resolved_toml);
+    ++k.completed;
+    k.items = info.items;
+    k.checksum = info.checksum;
+    k.seconds = now_seconds() - t0;
+    spdlog::info("replay: checkpoint part written: {} items, CRC-32 {:08x}, {:.2f} s -> {}", info.items, info.checksum,
+                 k.seconds, dir);
+  } catch (const std::exception& e) {
+    ++k.failures;
+    k.last_error = std::string(e.what()).substr(0, kMaxStatusString);
+    spdlog::error("replay: checkpoint part failed: {}", e.what());
+  }
+}
+
+ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start, const std::string& env_id) {
+  auto st = read_replay_checkpoint(rb, start.resume_from, env_id);
+  st.status.dump = {};
+  st.status.checkpoint = {};
+  spdlog::info("replay: resumed {} items ({} env steps, {} pending episode statistics) from '{}'", rb.size(),
+               st.status.env_steps, st.returns.size(), start.resume_from);
+  append_json_line(start.run_dir + "/resumed.jsonl",
+                   {{"role", "replay"}, {"segment", start.segment}, {"checkpoint", start.resume_from},
+                    {"replay_items", rb.size()}, {"replay_checksum_crc32", st.checksum},
+                    {"env_steps", st.status.env_steps}, {"episodes", st.status.episodes},
+                    {"rollouts", st.status.rollouts}, {"inserted", rb.counters().inserted},
+                    {"pending_episode_stats", st.returns.size()}});
+  return st;
 }
 
 ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id) {

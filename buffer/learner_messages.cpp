@@ -1,0 +1,30 @@
+#include "buffer/learner_messages.h"
+
+#include "core/error.h"
+
+namespace mpirl::buffer {
+
+PriorityUpdateView read_priority_update(const wire::Message& msg, int src) {
+  const auto& a = msg.env.arrays;
+  auto bad = [&](const std::string& what) {
+    throw Error(fmt::format("PriorityUpdate from rank {} is malformed: {}", src, what));
+  };
+  if (a.size() != 3 || a[0].name != "slot" || a[1].name != "generation" || a[2].name != "priority")
+    bad("expected arrays slot, generation, priority");
+  if (a[0].dtype != wire::DType::I64 || a[1].dtype != wire::DType::I64 || a[2].dtype != wire::DType::F32)
+    bad("expected i64, i64, f32");
+  if (a[0].shape.size() != 1 || a[1].shape != a[0].shape || a[2].shape != a[0].shape) bad("arrays differ in shape");
+  return {msg.array<int64_t>(0), msg.array<int64_t>(1), msg.array<float>(2), a[0].shape[0]};
+}
+
+CheckpointRequestView read_checkpoint_request(const wire::Message& msg, int src) {
+  const auto& a = msg.env.arrays;
+  if (src != 0 || a.size() != 2 || a[0].name != "dir" || a[0].dtype != wire::DType::U8 || a[0].shape.size() != 1 ||
+      a[1].name != "final" || a[1].dtype != wire::DType::U8 || a[1].elements() != 1)
+    throw Error(fmt::format("CheckpointRequest from rank {} is malformed (only learner 0 sends one: arrays dir, final)",
+                            src));
+  return {std::string(reinterpret_cast<const char*>(msg.array<uint8_t>(0)), size_t(a[0].shape[0])),
+          msg.array<uint8_t>(1)[0] != 0};
+}
+
+}  // namespace mpirl::buffer

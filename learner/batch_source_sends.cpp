@@ -1,0 +1,102 @@
+// BatchSource: what it sends to the replay (requests aside) and how it leaves.
+#include <cstring>
+
+#include "core/error.h"
+#include "learner/batch_source.h"
+
+namespace mpirl::learner {
+
+using wire::DType;
+
+void BatchSource::send_small(wire::Kind kind) {
+  wire::Envelope env;
+  env.kind = kind;
+  env.sender = comms_.rank;
+  env.seq = seq_++;
+  auto& buf = sends_.acquire();
+  buf = wire::build_frame(env, nullptr, 0);
+  sends_.send(buf, buf.size(), replay_, kTagLearnerReq, comms_.world);
+}
+
+void BatchSource::send_checkpoint_request(const std::string& dir, bool final) {
+  wire::Envelope env;
+  env.kind = wire::Kind::CheckpointRequest;
+  env.sender = comms_.rank;
+  env.seq = seq_++;
+  const int64_t n = int64_t(dir.size());
+  env.arrays = {{"dir", DType::U8, {n}}, {"final", DType::U8, {1}}};
+  size_t off = wire::natural_payload_offset(env);
+  std::vector<size_t> offsets;
+  size_t total = off + wire::payload_bytes(env.arrays, &offsets);
+  auto& buf = sends_.acquire();
+  buf.resize(total);
+  wire::write_header(buf.data(), off, env);
+  std::memcpy(buf.data() + off + offsets[0], dir.data(), dir.size());
+  buf[off + offsets[1]] = final ? 1 : 0;
+  sends_.send(buf, total, replay_, kTagLearnerReq, comms_.world);
+}
+
+void BatchSource::send_priorities(const Batch& b, const torch::Tensor& priorities) {
+  if (!prioritized_) return;
+  auto pc = priorities.to(torch::kCPU, torch::kFloat32).contiguous();
+  const int64_t B = pc.numel();
+  MPIRL_CHECK(B == int64_t(b.slots.size()), "{} priorities for {} sampled items", B, b.slots.size());
+  wire::Envelope env;
+  env.kind = wire::Kind::PriorityUpdate;
+  env.sender = comms_.rank;
+  env.seq = seq_++;
+  env.arrays = {{"slot", DType::I64, {B}}, {"generation", DType::I64, {B}}, {"priority", DType::F32, {B}}};
+  size_t off = wire::natural_payload_offset(env);
+  std::vector<size_t> offsets;
+  size_t total = off + wire::payload_bytes(env.arrays, &offsets);
+  auto& buf = sends_.acquire();
+  buf.resize(total);
+  wire::write_header(buf.data(), off, env);
+  std::memcpy(buf.data() + off + offsets[0], b.slots.data(), size_t(B) * 8);
+  std::memcpy(buf.data() + off + offsets[1], b.generations.data(), size_t(B) * 8);
+  std::memcpy(buf.data() + off + offsets[2], pc.data_ptr<float>(), size_t(B) * 4);
+  sends_.send(buf, total, replay_, kTagLearnerReq, comms_.world);
+}
+
+ReplayStatus BatchSource::leave(const DrainedReply& on_drained) {
+  send_small(wire::Kind::LearnerBye);
+  // Replies still in flight land in the posted receives, in order; the ByeAck is the last
+  // message the replay sends us. Then the receives still posted can never match: cancel them.
+  ReplayStatus final_status;
+  for (bool acked = false; !acked;) {
+    Recv& r = ring_[head_];
+    MPI_Status st;
+    wait_request(r.req, [&] { sends_.progress(); }, &st);
+    int count = 0;
+    MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+    auto msg = wire::decode(r.buf.data(), size_t(count), replay_,
+                            {wire::Kind::SampleReply, wire::Kind::LearnerByeAck, wire::Kind::CheckpointDone});
+    if (take_checkpoint_done(msg)) continue;
+    if (msg.env.kind == wire::Kind::LearnerByeAck) {
+      acked = true;
+      final_status = msg.env.status;
+    } else {
+      received_ += msg.env.arrays.empty() || msg.env.arrays[0].shape.empty() ? 0 : msg.env.arrays[0].shape[0];
+      const size_t nf = layout_.fields().size();
+      const auto& a = msg.env.arrays;
+      if (on_drained && a.size() > nf + 1 && a[nf].name == "episode_return" && a[nf].dtype == DType::F32 &&
+          a[nf + 1].name == "episode_length" && a[nf + 1].dtype == DType::I32 && a[nf].shape == a[nf + 1].shape &&
+          a[nf].shape.size() == 1) {
+        const int64_t m = a[nf].shape[0];
+        on_drained(std::vector<float>(msg.array<float>(nf), msg.array<float>(nf) + m),
+                   std::vector<int32_t>(msg.array<int32_t>(nf + 1), msg.array<int32_t>(nf + 1) + m), msg.env.status);
+      }
+      post(r);
+    }
+    head_ = (head_ + 1) % ring_.size();
+  }
+  for (auto& r : ring_) {
+    if (r.req == MPI_REQUEST_NULL) continue;
+    MPIRL_MPI(MPI_Cancel(&r.req));
+    MPIRL_MPI(MPI_Wait(&r.req, MPI_STATUS_IGNORE));
+  }
+  sends_.wait_all();
+  return final_status;
+}
+
+}  // namespace mpirl::learner
