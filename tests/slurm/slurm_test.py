@@ -48,7 +48,7 @@ def submit(args, name, out_dir, train_args, extra=(), wait=False):
 
 
 def setup(args):
-    rc, out, err = sh("bash", os.path.join(args.repo, "scripts", "slurm-local.sh"), "start", timeout=240)
+    rc, out, err = sh("bash", os.path.join(args.repo, "scripts", "slurm-local.sh"), "start", timeout=500)
     print(out, err)
     check(rc == 0, "the local Slurm is up (scripts/slurm-local.sh start)")
     out_dir = os.path.join(args.workdir, f"s-{uuid.uuid4().hex[:8]}")
