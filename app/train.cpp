@@ -47,7 +47,7 @@ bool path_exists(const std::string& p) {
 }
 
 // metrics.jsonl continues where the checkpoint left it: rows written after it (by the run that
-// was preempted or killed) move to metrics.after-checkpoint-<segment>.jsonl, nothing is lost.
+// was preempted or killed) move to metrics.after-checkpoint-<segment>-<unix time>.jsonl: nothing is lost.
 void rewind_metrics(const std::string& run_dir, int64_t bytes, int64_t segment) {
   const std::string path = run_dir + "/metrics.jsonl";
   struct stat st {};
@@ -55,7 +55,7 @@ void rewind_metrics(const std::string& run_dir, int64_t bytes, int64_t segment) 
   std::ifstream in(path, std::ios::binary);
   in.seekg(bytes);
   std::string tail(std::istreambuf_iterator<char>(in), {});
-  const std::string aside = fmt::format("{}/metrics.after-checkpoint-{}.jsonl", run_dir, segment);
+  const std::string aside = fmt::format("{}/metrics.after-checkpoint-{}-{}.jsonl", run_dir, segment, ::time(nullptr));
   write_file_atomic(aside, tail);
   if (::truncate(path.c_str(), bytes) != 0)
     throw ConfigError(fmt::format("cannot truncate '{}' to the checkpoint's {} bytes: {}", path, bytes,
@@ -71,8 +71,9 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
   const auto latest = ckpt::latest(run_dir);
   for (const auto& s : latest.skipped) fmt::print(stderr, "mpirl: not loading checkpoint {}\n", s);
   if (latest.dir.empty()) {
-    if (required)
-      throw ConfigError(fmt::format("--resume '{}': no complete checkpoint in {}{}", run_dir,
+    // Checkpoints that all fail to verify are an error, never a silent fresh start.
+    if (required || !latest.skipped.empty())
+      throw ConfigError(fmt::format("cannot resume '{}': no complete checkpoint in {}{}", run_dir,
                                     ckpt::checkpoints_dir(run_dir),
                                     latest.skipped.empty() ? "" : fmt::format(" ({})", fmt::join(latest.skipped, "; "))));
     return false;

@@ -60,8 +60,22 @@ bool DumpScheduler::poll(const ReplayBuffer& rb, bool stopping) {
   return false;
 }
 
-bool DumpScheduler::finish(const ReplayBuffer& rb) {
+bool DumpScheduler::finish(const ReplayBuffer& rb, const DumpInfo* same_as) {
   if (cfg_.replay.dump != "end") return true;
+  if (same_as) {
+    try {
+      auto info = link_dump(same_as->path, *same_as, path_);
+      ++status_.dumps;
+      status_.items = info.items;
+      status_.checksum = info.checksum;
+      status_.seconds = info.seconds;
+      spdlog::info("replay dump (end of run): the final checkpoint's, linked: {} items, CRC-32 {:08x} -> {}", info.items,
+                   info.checksum, info.path);
+      return true;
+    } catch (const std::exception& e) {
+      spdlog::warn("replay dump (end of run): cannot link the checkpoint's ({}); writing it in full", e.what());
+    }
+  }
   return dump(rb, "end of run");
 }
 

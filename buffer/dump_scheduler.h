@@ -5,6 +5,7 @@
 // the run, and a dump that already completed stays in place.
 #include <string>
 
+#include "buffer/hdf5_dump.h"
 #include "buffer/replay_buffer.h"
 #include "comm/protocol.h"
 #include "core/config.h"
@@ -16,8 +17,10 @@ class DumpScheduler {
   DumpScheduler(const Config& cfg, const std::string& run_dir);
   // Dumps if SIGUSR2 arrived or the interval has passed (periodic dumps stop once `stopping`).
   bool poll(const ReplayBuffer& rb, bool stopping);
-  // The end-of-run dump (if configured). Returns false if it failed.
-  bool finish(const ReplayBuffer& rb);
+  // The end-of-run dump (if configured). `same_as`: a dump of this very buffer state just written
+  // (the final checkpoint's replay.h5), linked instead of written again when it can be. Returns
+  // false if it failed.
+  bool finish(const ReplayBuffer& rb, const DumpInfo* same_as = nullptr);
   const DumpStatus& status() const { return status_; }
 
  private:

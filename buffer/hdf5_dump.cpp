@@ -157,4 +157,28 @@ DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std:
   return info;
 }
 
+DumpInfo link_dump(const std::string& src, const DumpInfo& src_info, const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  ::unlink(tmp.c_str());
+  if (::link(src.c_str(), tmp.c_str()) != 0)
+    throw Error(fmt::format("cannot link '{}' to '{}': {}", src, tmp, std::strerror(errno)));
+  if (::unlink((path + ".complete").c_str()) != 0 && errno != ENOENT) {
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("cannot remove the old completion marker '{}.complete': {}", path, std::strerror(errno)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error(fmt::format("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(errno)));
+  }
+  fsync_path(dir, true);
+  DumpInfo info = src_info;
+  info.path = path;
+  write_json_atomic(path + ".complete",
+                    {{"items", info.items}, {"checksum_crc32", info.checksum}, {"bytes", info.bytes}});
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return info;
+}
+
 }  // namespace mpirl::buffer

@@ -80,6 +80,11 @@ struct DumpOptions {
 DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std::string& env_id,
                      const std::string& config, const DumpOptions& opts = {});
 
+// Publishes a complete dump `src` (described by `src_info`) under `path` as well, by a hard link
+// (no copy), with the same protocol: PATH.tmp.<pid>, fsync'ed, renamed, PATH.complete. Throws Error
+// (e.g. across file systems) leaving PATH as it was: the caller then dumps in full.
+DumpInfo link_dump(const std::string& src, const DumpInfo& src_info, const std::string& path);
+
 // Reads the attributes; throws Error naming the file when it is missing, not HDF5 or incomplete.
 DumpHeader read_dump_header(const std::string& path);
 

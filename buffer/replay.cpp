@@ -146,7 +146,7 @@ class ReplayServer {
   }
 
   // The replay's part of a checkpoint; a failure is reported to learner 0 in the status.
-  void checkpoint(const std::string& dir) {
+  DumpInfo checkpoint(const std::string& dir) {
     ReplayCheckpoint st;
     st.status = status();
     // The steps a resumed run counts as reported by actors: those accounted for here (a
@@ -155,7 +155,7 @@ class ReplayServer {
     st.returns.assign(ep_returns_.begin(), ep_returns_.end());
     st.lengths.assign(ep_lengths_.begin(), ep_lengths_.end());
     st.buffer = rb_.resume_state();
-    write_checkpoint_part(rb_, st, dir, cfg_, c_.checkpoint);
+    return write_checkpoint_part(rb_, st, dir, cfg_, c_.checkpoint);
   }
 
   // A rollout goes straight into a reserved replay chunk (no copy); anything else into rbuf_.
@@ -289,8 +289,9 @@ class ReplayServer {
 
   // Every learner has left: the final dump, then the acks with the final status.
   void finish_learners() {
-    if (!final_checkpoint_.empty()) checkpoint(final_checkpoint_);
-    final_dump_ok_ = dumps_.finish(rb_);
+    DumpInfo part;
+    if (!final_checkpoint_.empty()) part = checkpoint(final_checkpoint_);
+    final_dump_ok_ = dumps_.finish(rb_, part.path.empty() ? nullptr : &part);
     for (int l : byes_) send_small(wire::Kind::LearnerByeAck, l, kTagLearnerReply, true);
     acked_ = true;
   }

@@ -13,8 +13,8 @@ namespace mpirl {
 
 // Field-by-field JSON of the status types (also what the summary's "replay" object shows).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DumpStatus, dumps, failures, items, checksum, seconds, path, last_error)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CheckpointStatus, requests, completed, failures, items, checksum, seconds, dir,
-                                   last_error)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CheckpointStatus, requests, completed, failures, items, checksum, seconds, last_ok,
+                                   dir, last_error)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReplayStatus, env_steps, actor_env_steps, rollouts, discarded_rollouts, episodes,
                                    inserted, restored, evicted, consumed, fill, capacity, restored_seq_end, sampled,
                                    batches, priority_updates, stale_priority_updates, max_priority, sampled_by_learner,
@@ -48,24 +48,28 @@ DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint&
   return info;
 }
 
-void write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
+DumpInfo write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
                            const Config& cfg, CheckpointStatus& k) {
   ++k.requests;
+  k.last_ok = false;
   k.dir = dir.size() <= kMaxStatusString ? dir : dir.substr(dir.size() - kMaxStatusString);
   const double t0 = now_seconds();
   try {
     auto info = write_replay_checkpoint(rb, st, dir, cfg.env.id, cfg.resolved_toml);
     ++k.completed;
+    k.last_ok = true;
     k.items = info.items;
     k.checksum = info.checksum;
     k.seconds = now_seconds() - t0;
     spdlog::info("replay: checkpoint part written: {} items, CRC-32 {:08x}, {:.2f} s -> {}", info.items, info.checksum,
                  k.seconds, dir);
+    return info;
   } catch (const std::exception& e) {
     ++k.failures;
     k.last_error = std::string(e.what()).substr(0, kMaxStatusString);
     spdlog::error("replay: checkpoint part failed: {}", e.what());
   }
+  return {};
 }
 
 ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start, const std::string& env_id) {

@@ -27,8 +27,9 @@ struct ReplayCheckpoint {
 DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
                                  const std::string& env_id, const std::string& config);
 // Writes the replay's part and records the outcome in `k` (requests, completed or failures with
-// the error, items, CRC-32, seconds); never throws: a failure is reported to learner 0.
-void write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
+// the error, items, CRC-32, seconds); never throws: a failure is reported to learner 0. Returns
+// the dump's info (path "" when it failed).
+DumpInfo write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
                            const Config& cfg, CheckpointStatus& k);
 // The replay rank's resume: read_replay_checkpoint from start.resume_from, then a line in
 // <run>/resumed.jsonl with what it holds (items, CRC-32, counters), for checks against the checkpoint.

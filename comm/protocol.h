@@ -87,6 +87,7 @@ struct CheckpointStatus {
   int64_t items = 0;                // replay items in the last completed one
   uint32_t checksum = 0;            // their CRC-32 (as in the dump)
   double seconds = 0;
+  bool last_ok = false;             // the last request (dir) was written
   std::string dir, last_error;      // dir: of the last request; last_error: of the last failure
 };
 
@@ -114,7 +115,7 @@ void serialize(Ar& ar, DumpStatus& d, const unsigned) {
 
 template <class Ar>
 void serialize(Ar& ar, CheckpointStatus& c, const unsigned) {
-  ar & c.requests & c.completed & c.failures & c.items & c.checksum & c.seconds & c.dir & c.last_error;
+  ar & c.requests & c.completed & c.failures & c.items & c.checksum & c.seconds & c.last_ok & c.dir & c.last_error;
 }
 
 template <class Ar>

@@ -42,11 +42,6 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool is_file(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 void make_dir(const std::string& p) {
   if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error(fmt::format("cannot create checkpoint directory '{}': {}", p, std::strerror(errno)));
@@ -75,6 +70,9 @@ std::pair<int64_t, uint32_t> size_and_crc(const std::string& path) {
   return {bytes, uint32_t(crc)};
 }
 
+// Files that carry their own checksum (verified when loaded): COMPLETE records their size only.
+bool self_checked(const std::string& name) { return name == "replay.h5"; }
+
 int remove_entry(const char* path, const struct stat*, int flag, struct FTW*) {
   return flag == FTW_DP ? ::rmdir(path) : ::unlink(path);
 }
@@ -89,10 +87,10 @@ const std::vector<std::string>& required_files() {
 
 std::string checkpoints_dir(const std::string& run_dir) { return run_dir + "/checkpoints"; }
 
-std::string begin(const std::string& run_dir, int64_t version) {
+std::string begin(const std::string& run_dir, int64_t version, const std::string& tag) {
   const std::string parent = checkpoints_dir(run_dir);
   make_dir(parent);
-  const std::string tmp = fmt::format("{}/.tmp-ckpt-{:012d}-{}", parent, version, ::getpid());
+  const std::string tmp = fmt::format("{}/.tmp-ckpt-{:012d}-{}-{}", parent, version, tag, ::getpid());
   if (is_dir(tmp)) remove_tree(tmp);
   make_dir(tmp);
   return tmp;
@@ -105,9 +103,15 @@ std::string seal(const std::string& tmp_dir, int64_t version, const nlohmann::js
   nlohmann::json files = nlohmann::json::object();
   for (const auto& name : required_files()) {
     const std::string p = tmp_dir + "/" + name;
-    auto [bytes, crc] = size_and_crc(p);
+    if (self_checked(name)) {
+      struct stat st {};
+      if (::stat(p.c_str(), &st) != 0) throw Error(fmt::format("checkpoint file '{}' is missing: {}", p, std::strerror(errno)));
+      files[name] = {{"bytes", int64_t(st.st_size)}};
+    } else {
+      auto [bytes, crc] = size_and_crc(p);
+      files[name] = {{"bytes", bytes}, {"crc32", crc}};
+    }
     fsync_path(p, false);
-    files[name] = {{"bytes", bytes}, {"crc32", crc}};
   }
   c["files"] = files;
   fsync_path(tmp_dir, true);
@@ -136,28 +140,35 @@ static bool read_small(const std::string& path, std::string* text) {
 std::string verify(const std::string& dir) {
   std::string text;
   if (!read_small(dir + "/" + kComplete, &text)) return fmt::format("no {} marker (a partial checkpoint)", kComplete);
-  nlohmann::json c;
   try {
-    c = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    return fmt::format("{} is not valid JSON: {}", kComplete, e.what());
-  }
-  if (!c.is_object() || c.value("format", 0) != kFormat || !c.contains("files") || !c["files"].is_object())
-    return fmt::format("{} has an unknown format", kComplete);
-  for (const auto& name : required_files()) {
-    if (!c["files"].contains(name)) return fmt::format("{} does not list {}", kComplete, name);
-    const auto& f = c["files"][name];
-    std::pair<int64_t, uint32_t> got;
-    try {
-      got = size_and_crc(dir + "/" + name);
-    } catch (const std::exception& e) {
-      return e.what();
+    const nlohmann::json c = nlohmann::json::parse(text);
+    if (!c.is_object() || c.value("format", 0) != kFormat || !c.contains("files") || !c["files"].is_object())
+      return fmt::format("{} has an unknown format", kComplete);
+    for (const auto& name : required_files()) {
+      if (!c["files"].contains(name) || !c["files"][name].is_object())
+        return fmt::format("{} does not list {}", kComplete, name);
+      const auto& f = c["files"][name];
+      const int64_t want_bytes = f.value("bytes", int64_t(-1));
+      const std::string path = dir + "/" + name;
+      if (self_checked(name)) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) return fmt::format("{} is missing", name);
+        if (st.st_size != want_bytes) return fmt::format("{} has {} bytes, {} says {}", name, st.st_size, kComplete, want_bytes);
+        continue;
+      }
+      std::pair<int64_t, uint32_t> got;
+      try {
+        got = size_and_crc(path);
+      } catch (const Error& e) {
+        return e.what();
+      }
+      if (got.first != want_bytes) return fmt::format("{} has {} bytes, {} says {}", name, got.first, kComplete, want_bytes);
+      if (got.second != f.value("crc32", uint32_t(0)))
+        return fmt::format("{} has CRC-32 {:08x}, {} says {:08x} (corrupt)", name, got.second, kComplete,
+                           f.value("crc32", uint32_t(0)));
     }
-    if (got.first != f.value("bytes", int64_t(-1)))
-      return fmt::format("{} has {} bytes, {} says {}", name, got.first, kComplete, f.value("bytes", int64_t(-1)));
-    if (got.second != f.value("crc32", uint32_t(0)))
-      return fmt::format("{} has CRC-32 {:08x}, {} says {:08x} (corrupt)", name, got.second, kComplete,
-                         f.value("crc32", uint32_t(0)));
+  } catch (const nlohmann::json::exception& e) {
+    return fmt::format("{} is malformed: {}", kComplete, e.what());
   }
   return "";
 }
@@ -189,9 +200,9 @@ void prune(const std::string& run_dir, int keep, const std::string& in_flight) {
   int kept = 0;
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     const std::string p = parent + "/" + *it;
-    // Only complete checkpoints count towards `keep` (an incomplete ckpt-* directory is never
-    // loaded, and never displaces a complete one); stale temporaries go.
-    const bool old_ckpt = it->rfind("ckpt-", 0) == 0 && is_file(p + "/" + kComplete) && ++kept > keep;
+    // Only checkpoints that verify count towards `keep` (one that does not is never loaded, and
+    // never displaces a good one); stale temporaries go.
+    const bool old_ckpt = it->rfind("ckpt-", 0) == 0 && verify(p).empty() && ++kept > keep;
     const bool stale_tmp = it->rfind(".tmp-ckpt-", 0) == 0 && p != in_flight;
     if (!old_ckpt && !stale_tmp) continue;
     try {

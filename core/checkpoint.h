@@ -8,7 +8,9 @@
 //       state.json          counters, the recent-returns window, time, metrics.jsonl length (learner 0)
 //       replay.h5           the replay's contents (buffer/hdf5_dump.h) and replay.h5.complete
 //       replay_state.json   the replay's counters, pending episode statistics, RNG and limiter state
-//       COMPLETE            written last: every file's size and CRC-32, the version and env steps
+//       COMPLETE            written last: every file's size and CRC-32 (replay.h5: its size; the
+//                           dump carries its own CRC-32 of the items, checked when it is restored,
+//                           so a large buffer is not read twice), the version and env steps
 //
 // A checkpoint is written into <run>/checkpoints/.tmp-ckpt-<version>-<pid>/ by learner 0 and the
 // replay rank (a shared file system, like the run directory), every file fsync'ed; then COMPLETE
@@ -26,8 +28,9 @@ namespace mpirl::ckpt {
 const std::vector<std::string>& required_files();
 
 std::string checkpoints_dir(const std::string& run_dir);
-// Creates a fresh temporary directory for the checkpoint at `version`; returns its path.
-std::string begin(const std::string& run_dir, int64_t version);
+// Creates a fresh temporary directory for the checkpoint at `version` (`tag` tells apart two
+// checkpoints of one version, e.g. "periodic" and "final"); returns its path.
+std::string begin(const std::string& run_dir, int64_t version, const std::string& tag = "ckpt");
 // Seals a temporary directory holding every required file: COMPLETE (`info` plus each file's
 // bytes and CRC-32), then the rename. Returns the final directory. Throws Error naming what failed.
 std::string seal(const std::string& tmp_dir, int64_t version, const nlohmann::json& info);
@@ -42,8 +45,9 @@ struct Latest {
 // The newest checkpoint of a run that verifies.
 Latest latest(const std::string& run_dir);
 
-// Keeps the newest `keep` complete checkpoints (by name) and removes older complete ones, and every
-// temporary directory but `in_flight` (left by a killed run). Errors are logged, not thrown.
+// Keeps the newest `keep` checkpoints that verify (by name) and removes older ones that verify, and
+// every temporary directory but `in_flight` (left by a killed run); a directory that does not
+// verify is left alone and never counts. Errors are logged, not thrown.
 void prune(const std::string& run_dir, int keep, const std::string& in_flight = "");
 
 // Removes a directory tree (POSIX calls: LibTorch's own std::filesystem symbols clash with libstdc++'s).

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "comm/param_channel.h"
+#include "core/checkpoint.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault.h"
@@ -222,7 +223,19 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
       spdlog::error("replay dump failed {} time(s); last error: {}", final_status.dump.failures,
                     final_status.dump.last_error);
   }
-  return reason == "preempted" ? kExitPreempted : 0;
+  // Learner 0 gives a preempted job its exit code: 75 (requeue me) only when there is a complete
+  // checkpoint to resume from, since a requeued run without one would start over.
+  if (reason != "preempted" || !lead) return 0;
+  if (!checkpoints.enabled()) {
+    spdlog::warn("preempted with run.checkpoint = \"never\": nothing to resume; exit 0");
+    return 0;
+  }
+  if (ckpt::latest(start.run_dir).dir.empty()) {
+    spdlog::error("preempted, but {} holds no complete checkpoint; exit 1 (a requeued run would start over)",
+                  ckpt::checkpoints_dir(start.run_dir));
+    return 1;
+  }
+  return kExitPreempted;
 }
 
 }  // namespace mpirl::learner

@@ -10,8 +10,9 @@
 
 namespace mpirl::learner {
 
-// Returns the rank's exit code: 0, or kExitPreempted (core/signals.h) when the run stopped for a
-// signal (its final checkpoint written, unless run.checkpoint = "never").
+// Returns the rank's exit code: 0; on learner 0 of a run stopped by a signal, kExitPreempted
+// (core/signals.h) when a complete checkpoint exists to resume from, 1 when none does, 0 with
+// run.checkpoint = "never".
 int run_learner(const Config& cfg, const Comms& comms, const RunStart& start);
 
 }  // namespace mpirl::learner

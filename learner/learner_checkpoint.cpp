@@ -15,6 +15,15 @@ namespace {
 
 constexpr int kCounts = 9;
 
+// Clean-up on a failure path: logged, never thrown (the run goes on; the previous checkpoint stays).
+void discard(const std::string& dir) {
+  try {
+    ckpt::remove_tree(dir);
+  } catch (const std::exception& e) {
+    spdlog::warn("checkpoint clean-up: {}", e.what());
+  }
+}
+
 std::array<int64_t, kCounts> pack(const LearnerCounts& c) {
   return {c.received, c.trained,         c.too_old,     c.lag_unknown, c.restored_sampled,
           c.updates,  c.optimizer_steps, c.truncations, c.bootstraps};
@@ -123,7 +132,7 @@ void Checkpointer::begin(int64_t version, bool final) {
   last_ = now_seconds();
   InFlight& f = final ? final_ : periodic_;
   try {
-    f.tmp = ckpt::begin(start_.run_dir, version);
+    f.tmp = ckpt::begin(start_.run_dir, version, final ? "final" : "periodic");
     std::ostringstream os;
     torch::serialize::OutputArchive ar;
     trainer_.save(ar);
@@ -132,7 +141,7 @@ void Checkpointer::begin(int64_t version, bool final) {
     write_file_atomic(f.tmp + "/config.toml", cfg_.resolved_toml);
   } catch (const std::exception& e) {
     spdlog::error("checkpoint at update {} failed, the run goes on: {}", version, e.what());
-    if (!f.tmp.empty()) ckpt::remove_tree(f.tmp);
+    if (!f.tmp.empty()) discard(f.tmp);
     f = {};
     return;
   }
@@ -152,10 +161,10 @@ void Checkpointer::replay_done(InFlight& f, const ReplayStatus& s) {
   std::string tmp = f.tmp;
   f.tmp.clear();
   if (k.dir.empty() || tmp.size() < k.dir.size() || tmp.compare(tmp.size() - k.dir.size(), k.dir.size(), k.dir) != 0 ||
-      k.completed == 0 || !k.last_error.empty()) {
+      !k.last_ok) {
     spdlog::error("checkpoint at update {} failed (the replay's part: {}); the previous one stays", f.state.version,
                   k.last_error.empty() ? "not written" : k.last_error);
-    ckpt::remove_tree(tmp);
+    discard(tmp);
     return;
   }
   try {
@@ -175,7 +184,7 @@ void Checkpointer::replay_done(InFlight& f, const ReplayStatus& s) {
     ckpt::prune(start_.run_dir, cfg_.run.keep_checkpoints, periodic_.tmp.empty() ? final_.tmp : periodic_.tmp);
   } catch (const std::exception& e) {
     spdlog::error("checkpoint at update {} failed; the previous one stays: {}", f.state.version, e.what());
-    ckpt::remove_tree(tmp);
+    discard(tmp);
   }
 }
 

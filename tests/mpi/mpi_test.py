@@ -297,6 +297,19 @@ def wait_for_rows(run_dir, n, limit_s):
     return False
 
 
+def no_step_counted_twice(before, after, run_dir):
+    """Across a resume: the env steps stored after it equal what the resumed actors say they sent
+    (less what was discarded at the stop), so nothing from before is counted again."""
+    cfg = config_of(run_dir)
+    ET = cfg["env"]["num_envs"] * cfg["actor"]["rollout_len"]
+    b, a = before["replay"], after["replay"]
+    sent = a["actor_env_steps"] - b["actor_env_steps"]
+    stored = a["env_steps"] - b["env_steps"]
+    discarded = (a["discarded_rollouts"] - b["discarded_rollouts"]) * ET
+    check(sent == stored + discarded and stored > 0,
+          f"after the resume the actors sent {sent} env steps = {stored} stored + {discarded} discarded (none twice)")
+
+
 def check_resumed(d, ckpt, st, rs):
     """What the resumed ranks reported right after loading equals what the checkpoint holds."""
     rows = {r["role"]: r for r in map(json.loads, open(os.path.join(d, "resumed.jsonl")))}
@@ -350,6 +363,7 @@ def case_checkpoint_resume(args):
     check_resumed(d, ckpt, st, rs)
     check(s2["segment"] == 1 and s2["resumed_from"] == ckpt, "summary names the segment and the checkpoint")
     check(s2["learner_updates"] > st["version"] and s2["episodes"] > st["episodes"], "counters went on from the checkpoint")
+    no_step_counted_twice(s, s2, d)
     rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
     times = [r["time_s"] for r in rows]
     check(times == sorted(times), "metrics.jsonl continues: time_s never goes back")

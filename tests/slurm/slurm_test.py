@@ -120,6 +120,7 @@ def case_preempt_requeue(args):
     check(s["segment"] == 1 and s["resumed_from"] == ckpt and s["stop_reason"] == "max_wall_seconds",
           f"the same run resumed from {os.path.basename(ckpt)} and finished ({s['stop_reason']})")
     mpi_test.check_resumed(d, ckpt, st, rs)
+    mpi_test.no_step_counted_twice(seg0, s, d)
     rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
     check([r["time_s"] for r in rows] == sorted(r["time_s"] for r in rows), "metrics.jsonl continues in time")
     text = open(log).read()

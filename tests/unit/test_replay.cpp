@@ -894,7 +894,7 @@ TEST(ReplayConfig, RefusesAnUnwritableDumpPath) {
   // The default <run dir>/replay.h5: validation runs before the run directory is created, so
   // run.out_dir is what must take it.
   refused({"run.out_dir=" + q(file + "/runs")}, {"'replay.dump_path'", "run.out_dir", "not a directory"});
-  // No dumps of any kind ("never" also turns off periodic and SIGUSR1 dumps): not checked.
+  // No dumps of any kind ("never" also turns off periodic and SIGUSR2 dumps): not checked.
   EXPECT_NO_THROW(buffer::validate_replay_config(
       load_config("", {"replay.dump=\"never\"", "replay.dump_path=" + q(file + "/replay.h5")})));
   EXPECT_NO_THROW(buffer::validate_replay_config(load_config(
