@@ -64,7 +64,8 @@ py::object make_venv(const std::string& id, int num_envs, uint64_t seed, const s
     return venv;
   } catch (const py::error_already_set& e) {
     std::string hint = e.matches(PyExc_ImportError) ? " (is it installed in the Python mpirl embeds? scripts/setup.sh)" : "";
-    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": {}{}", id, py_message(e), hint));
+    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": {}{}", id, py_message(e), hint));  } catch (const py::builtin_exception& e) {  // e.g. a cast of what describe() found
+    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": {}", id, e.what()));
   }
 }
 
@@ -141,6 +142,8 @@ void PyVectorEnv::reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_
     copy_obs(r[0], spec_, E, obs, obs_stride, nullptr, where);
   } catch (const py::error_already_set& e) {
     throw Error(fmt::format("{}: Python exception: {}", where(), py_message(e)));
+  } catch (const py::builtin_exception& e) {  // e.g. reset() did not return a tuple
+    throw Error(fmt::format("{}: {}", where(), e.what()));
   }
   for (int e = 0; e < E; ++e) {
     is_init[e * is_init_stride] = 1;
@@ -223,6 +226,8 @@ void PyVectorEnv::step(const int64_t* discrete, const float* box, const StepOutp
     }
   } catch (const py::error_already_set& e) {
     throw Error(fmt::format("{}: Python exception: {}", where(), py_message(e)));
+  } catch (const py::builtin_exception& e) {  // e.g. reset() did not return a tuple
+    throw Error(fmt::format("{}: {}", where(), e.what()));
   }
 }
 

@@ -41,7 +41,21 @@ class Scripted(gym.Env):
         return self.obs(), reward, end and self.k % 2 == 0, end and self.k % 2 == 1, {}
 
 
-def scripted(num_envs, seed, autoreset_mode="SameStep", bad_env=-1, nan_at=None, raise_at=None, obs_space="box"):
+class WrongShape(gym.vector.VectorWrapper):
+    """From vector step `at` on, observations get one column too many."""
+
+    def __init__(self, venv, at):
+        super().__init__(venv)
+        self.n, self.at = 0, at
+
+    def step(self, actions):
+        o, r, te, tr, info = self.env.step(actions)
+        self.n += 1
+        return (np.concatenate([o, o[:, :1]], axis=1) if self.n >= self.at else o), r, te, tr, info
+
+
+def scripted(num_envs, seed, autoreset_mode="SameStep", bad_env=-1, nan_at=None, raise_at=None, obs_space="box",
+             wrong_shape_at=None):
     """nan_at / raise_at (counted in env steps) apply to env index `bad_env` (-1: the last)."""
     bad = bad_env % num_envs
 
@@ -51,7 +65,7 @@ def scripted(num_envs, seed, autoreset_mode="SameStep", bad_env=-1, nan_at=None,
     venv = gym.vector.SyncVectorEnv([env(i) for i in range(num_envs)],
                                     autoreset_mode=gym.vector.AutoresetMode(autoreset_mode))
     venv.max_episode_steps = 2  # the shortest episode: truncations of one env are at least this far apart
-    return venv
+    return venv if wrong_shape_at is None else WrongShape(venv, wrong_shape_at)
 
 
 def cartpole(num_envs, seed, **kwargs):

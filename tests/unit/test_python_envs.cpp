@@ -175,10 +175,10 @@ TEST(PythonEnvs, RefusedAtStartNamingTheEnvAndWhatIsWrong) {
   EXPECT_THROW(python_env_spec("py:missing_factory"), ConfigError);
 }
 
-TEST(PythonEnvs, NanRewardAndPythonExceptionNameEnvIndexAndStep) {
+TEST(PythonEnvs, NanRewardPythonExceptionAndWrongShapeNameTheEnvAndStep) {
   add_test_module_path();
   const int E = 3, T = 8;
-  for (const char* bad : {"nan_at", "raise_at"}) {
+  for (const char* bad : {"nan_at", "raise_at", "wrong_shape_at"}) {
     PyVectorEnv v("py:mpirl_test_envs:scripted", E, 1, fmt::format("{{\"{}\": 5, \"bad_env\": 1}}", bad));
     Rollout r(E, T, 4);
     v.reset(r.obs.data(), (T + 1) * 4, r.init.data(), T + 1);
@@ -191,8 +191,10 @@ TEST(PythonEnvs, NanRewardAndPythonExceptionNameEnvIndexAndStep) {
     EXPECT_NE(m.find("vector step 5"), std::string::npos);
     if (std::string(bad) == "nan_at") {
       EXPECT_NE(m.find("env index 1 returned a non-finite reward"), std::string::npos);
-    } else {
+    } else if (std::string(bad) == "raise_at") {
       EXPECT_NE(m.find("RuntimeError: scripted failure in env 1"), std::string::npos);
+    } else {
+      EXPECT_NE(m.find("observations of shape (3, 5), expected (3, 4)"), std::string::npos);
     }
   }
 }
