@@ -21,14 +21,23 @@ const char kHelper[] =
 #include "envs/python/py_helper.inc"
     ;
 
-// The helper module, made once per process. The interpreter is started without its signal
-// handlers (mpirl's SIGUSR1/SIGTERM handling stays as it is) and never finalized: envs may hold
+// The helper module, made once per process. The interpreter is never finalized: envs may hold
 // native resources whose teardown at exit is not worth the risk.
 py::module_& helper() {
   static py::module_* m = [] {
     // numpy's BLAS pool would add idle threads to every rank; gym envs step tiny arrays.
     ::setenv("OPENBLAS_NUM_THREADS", "1", 0);
-    if (!Py_IsInitialized()) py::initialize_interpreter(false);
+    if (!Py_IsInitialized()) {
+      // The interpreter mpirl was built against (sys.executable at configure time, so a venv
+      // works too): left to itself, an embedded Python looks up "python3" on PATH and may pick
+      // another installation (/usr's) with none of the packages. PYTHONHOME still overrides.
+      PyConfig config;
+      PyConfig_InitPythonConfig(&config);
+      config.parse_argv = 0;
+      config.install_signal_handlers = 0;  // mpirl's SIGUSR1/SIGTERM handling stays as it is
+      PyConfig_SetBytesString(&config, &config.program_name, MPIRL_PYTHON_EXECUTABLE);
+      py::initialize_interpreter(&config, 0, nullptr, false);
+    }
     auto* mod = new py::module_(py::module_::import("types").attr("ModuleType")("_mpirl_envs"));
     py::exec(kHelper, mod->attr("__dict__"));
     return mod;
