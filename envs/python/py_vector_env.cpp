@@ -113,8 +113,8 @@ PyVectorEnv::~PyVectorEnv() = default;
 
 namespace {
 // Copies a [E, D] observation array (float32, or converted from another float dtype) into rows;
-// `only` (if set) selects the rows to copy.
-void copy_obs(const py::handle& obj, const EnvSpec& s, int E, float* out, int64_t stride, const uint8_t* only,
+// `only` (if set) selects the rows to copy. Returns the first copied row that is not finite, or -1.
+int copy_obs(const py::handle& obj, const EnvSpec& s, int E, float* out, int64_t stride, const uint8_t* only,
               const std::function<std::string()>& where) {
   auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(obj);
   if (!a) {
@@ -127,8 +127,14 @@ void copy_obs(const py::handle& obj, const EnvSpec& s, int E, float* out, int64_
     throw Error(fmt::format("{}: observations of shape {}, expected ({}, {}) from the observation space", where(),
                             std::string(py::str(obj.attr("shape"))), E, D));
   const float* src = a.data();
-  for (int e = 0; e < E; ++e)
-    if (!only || only[e]) std::memcpy(out + e * stride, src + e * D, size_t(D) * sizeof(float));
+  int bad = -1;
+  for (int e = 0; e < E; ++e) {
+    if (only && !only[e]) continue;
+    std::memcpy(out + e * stride, src + e * D, size_t(D) * sizeof(float));
+    for (int64_t i = 0; i < D && bad < 0; ++i)
+      if (!std::isfinite(src[e * D + i])) bad = e;
+  }
+  return bad;
 }
 
 template <class T>
@@ -148,7 +154,8 @@ void PyVectorEnv::reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_
   auto where = [&] { return fmt::format("env '{}' on actor {} at reset", spec_.id, mpirl::where()); };
   try {
     py::tuple r = p_->reset_fn(py::arg("seed") = py::int_(p_->seed));
-    copy_obs(r[0], spec_, E, obs, obs_stride, nullptr, where);
+    if (int bad = copy_obs(r[0], spec_, E, obs, obs_stride, nullptr, where); bad >= 0)
+      throw Error(fmt::format("{}: env index {} returned a non-finite observation", where(), bad));
   } catch (const py::error_already_set& e) {
     throw Error(fmt::format("{}: Python exception: {}", where(), py_message(e)));
   } catch (const py::builtin_exception& e) {  // e.g. reset() did not return a tuple
@@ -231,7 +238,8 @@ void PyVectorEnv::step(const int64_t* discrete, const float* box, const StepOutp
       py::dict options;
       options["reset_mask"] = mask;
       py::tuple rr = p_->reset_fn(py::arg("options") = options);
-      copy_obs(rr[0], spec_, E, out.obs, out.obs_stride, p_->done.data(), where);
+      if (int bad = copy_obs(rr[0], spec_, E, out.obs, out.obs_stride, p_->done.data(), where); bad >= 0)
+        throw Error(fmt::format("{}: env index {} returned a non-finite observation at reset", where(), bad));
     }
   } catch (const py::error_already_set& e) {
     throw Error(fmt::format("{}: Python exception: {}", where(), py_message(e)));
