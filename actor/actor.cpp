@@ -30,10 +30,10 @@ class Actor {
   // new randomness rather than repeating the first segment's (env states are not checkpointed).
   Actor(const Config& cfg, const Comms& comms, int64_t segment)
       : cfg_(cfg), comms_(comms), E_(cfg.env.num_envs), T_(cfg.actor.rollout_len), seed_(envs::mix_seed(cfg.run.seed, 0x5e9u + uint64_t(segment))),
-        venv_(cfg.env.id, cfg.env.num_envs,
-              envs::mix_seed(segment ? seed_ : cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))),
-              envs::env_options(cfg)),
-        spec_(venv_.spec()), layout_(SeqLayout(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_))), policy_(spec_, models::model_options(cfg)),
+        venv_(envs::make_vector_env(
+            cfg, cfg.env.num_envs,
+            envs::mix_seed(segment ? seed_ : cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))))),
+        spec_(venv_->spec()), layout_(SeqLayout(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_))), policy_(spec_, models::model_options(cfg)),
         params_(comms.publish, models::num_params(policy_)),
         gen_(at::make_generator<at::CPUGeneratorImpl>(envs::mix_seed(segment ? seed_ : cfg.run.seed, 77 + uint64_t(comms.rank)))) {
     policy_->eval();
@@ -58,7 +58,7 @@ class Actor {
       b.idle();
     }
     Slot* s = &slots_[0];
-    venv_.reset(f32(*s, Seq::Obs), (T_ + 1) * spec_.obs_size(), u8(*s, Seq::IsInit), T_ + 1);
+    venv_->reset(f32(*s, Seq::Obs), (T_ + 1) * spec_.obs_size(), u8(*s, Seq::IsInit), T_ + 1);
     size_t k = 0;
     while (!stop_) {
       if (!collect(*s)) break;
@@ -174,7 +174,7 @@ class Actor {
       o.terminated = u8(s, Seq::Terminated) + t;
       o.truncated = u8(s, Seq::Truncated) + t;
       o.scalar_stride = T_;
-      venv_.step(spec_.discrete ? a_c.data_ptr<int64_t>() : nullptr, spec_.discrete ? nullptr : a_c.data_ptr<float>(), o);
+      venv_->step(spec_.discrete ? a_c.data_ptr<int64_t>() : nullptr, spec_.discrete ? nullptr : a_c.data_ptr<float>(), o);
       for (int64_t e = 0; e < E_; ++e)
         if (o.truncated[e * T_] && !o.terminated[e * T_]) record_truncation(s, e, t);
     }
@@ -190,7 +190,7 @@ class Actor {
       throw Error(fmt::format("env '{}' (env index {}) truncated {} episodes within one {}-step rollout; its spec "
                               "declares max_episode_steps = {}, which allows at most {}",
                               spec_.id, e, k + 1, T_, spec_.max_episode_steps, K));
-    const float* last = venv_.final_obs(int(e));
+    const float* last = venv_->final_obs(int(e));
     std::copy(last, last + D, f32(s, Seq::BootObs) + (e * K + k) * D);
     if (S > 0) {
       auto st = state_[e].contiguous();
@@ -200,7 +200,7 @@ class Actor {
   }
 
   void send(Slot& s) {
-    auto stats = venv_.take_finished();
+    auto stats = venv_->take_finished();
     const int64_t m = int64_t(stats.size());
     MPIRL_CHECK(m <= E_ * T_, "{} episodes in one rollout", m);
     auto arrays = layout_.arrays(E_, true, m);
@@ -266,7 +266,7 @@ class Actor {
   const Comms& comms_;
   const int64_t E_, T_;
   const uint64_t seed_;  // of a resumed run's segment
-  envs::VectorEnv venv_;
+  std::unique_ptr<envs::VectorEnv> venv_;  // built-in or Python
   envs::EnvSpec spec_;
   SeqLayout layout_;
   models::Policy policy_;

@@ -1,4 +1,4 @@
-// `mpirl envs`: the built-in envs and their specs.
+// `mpirl envs`: the built-in envs and their specs, and the prefixes that name Python envs.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -21,6 +21,14 @@ int envs_main() {
     fmt::print("{:<{}}  obs {:<13} action {:<18} max_episode_steps {:<5} {}\n", id, w,
                fmt::format("float32[{}]", fmt::join(s.obs_shape, ",")), act, s.max_episode_steps, s.description);
   }
+  fmt::print(
+      "\nPython envs (an embedded interpreter in each actor rank; see README, \"Your own environment\"):\n"
+      "  gym:<id>               gymnasium.make_vec(<id>, num_envs, vectorization_mode=\"sync\"), e.g. gym:CartPole-v1\n"
+      "  py:<module>:<factory>  <module>.<factory>(num_envs=, seed=, **kwargs) returning a Gymnasium vector env\n"
+      "                         with autoreset_mode SAME_STEP (or DISABLED); <module> is found on PYTHONPATH\n"
+      "                         or in the working directory\n"
+      "  env.kwargs = '{{...}}'   a JSON object of extra keyword arguments for either\n"
+      "  Spaces: observations a flat float32/float64 Box; actions Discrete(n) or a flat float Box.\n");
   return 0;
 }
 

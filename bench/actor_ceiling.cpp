@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   torch::set_num_threads(cfg.actor.threads);
   torch::NoGradGuard ng;
   const int64_t E = cfg.env.num_envs, T = cfg.actor.rollout_len;
-  envs::VectorEnv venv(cfg.env.id, int(E), envs::mix_seed(cfg.run.seed, uint64_t(stream)), envs::env_options(cfg));
+  auto venv_ptr = envs::make_vector_env(cfg, int(E), envs::mix_seed(cfg.run.seed, uint64_t(stream)));
+  envs::VectorEnv& venv = *venv_ptr;
   const auto& spec = venv.spec();
   const int64_t D = spec.obs_size(), L = spec.dist_size();
   models::Policy policy(spec, models::model_options(cfg));

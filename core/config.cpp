@@ -67,6 +67,7 @@ const Schema& schema() {
     m["env.episode_length"] = int_field(1, 1e9, [](Config& c, int64_t v) { c.env.episode_length = int(v); });
     m["env.step_cost_us"] = float_field(0, 1e7, [](Config& c, double v) { c.env.step_cost_us = v; });
     m["env.cost_mode"] = string_field({"busy", "sleep"}, [](Config& c, std::string v) { c.env.cost_mode = v; });
+    m["env.kwargs"] = string_field({}, [](Config& c, std::string v) { c.env.kwargs = v; });
     m["actor.rollout_len"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.actor.rollout_len = int(v); });
     m["actor.max_inflight"] = int_field(1, 64, [](Config& c, int64_t v) { c.actor.max_inflight = int(v); });
     m["actor.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.actor.threads = int(v); });

@@ -25,6 +25,7 @@ struct Config {
     int num_envs = 1, obs_dim = 1, num_actions = 2, episode_length = 1;
     double step_cost_us = 0;
     std::string cost_mode;
+    std::string kwargs;  // JSON object: keyword arguments for Python envs (gym:, py:)
   } env;
   struct Actor {
     int rollout_len = 1, max_inflight = 2, threads = 1;

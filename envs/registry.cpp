@@ -6,6 +6,7 @@
 
 #include "envs/builtin.h"
 #include "envs/popgym.h"
+#include "envs/python/py_vector_env.h"
 #include "core/error.h"
 
 namespace mpirl::envs {
@@ -43,9 +44,13 @@ const std::map<std::string, Factory>& registry() {
 }  // namespace
 
 std::unique_ptr<Env> make_env(const std::string& id, uint64_t seed, const EnvOptions& opts) {
+  if (is_python_env(id))
+    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": Python envs run only as vector envs (mpirl train); "
+                                  "single-env tools such as `mpirl eval` take built-in envs only", id));
   auto it = registry().find(id);
   if (it == registry().end())
-    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": expected one of \"{}\"", id, fmt::join(env_ids(), "\", \"")));
+    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": expected one of \"{}\", or a Python env "
+                                  "\"gym:<id>\" / \"py:<module>:<factory>\"", id, fmt::join(env_ids(), "\", \"")));
   return it->second(seed, opts);
 }
 
@@ -65,6 +70,21 @@ EnvOptions env_options(const Config& cfg) {
   return o;
 }
 
-EnvSpec env_spec(const Config& cfg) { return make_env(cfg.env.id, 0, env_options(cfg))->spec(); }
+EnvSpec env_spec(const Config& cfg) {
+  // Every rank asks (learners, replay, actors); a Python env is made once per process for it.
+  static std::string cached_key;
+  static EnvSpec cached;
+  if (is_python_env(cfg.env.id)) {
+    std::string key = cfg.env.id + '\n' + cfg.env.kwargs;
+    if (key != cached_key) cached = python_env_spec(cfg.env.id, cfg.env.kwargs), cached_key = key;
+    return cached;
+  }
+  return make_env(cfg.env.id, 0, env_options(cfg))->spec();
+}
+
+std::unique_ptr<VectorEnv> make_vector_env(const Config& cfg, int num_envs, uint64_t seed) {
+  if (is_python_env(cfg.env.id)) return std::make_unique<PyVectorEnv>(cfg.env.id, num_envs, seed, cfg.env.kwargs);
+  return std::make_unique<BuiltinVectorEnv>(cfg.env.id, num_envs, seed, env_options(cfg));
+}
 
 }  // namespace mpirl::envs

@@ -1,5 +1,6 @@
 #include "envs/vector_env.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "envs/registry.h"
@@ -15,6 +16,20 @@ uint64_t mix_seed(uint64_t seed, uint64_t stream) {
   return z ^ (z >> 31);
 }
 
+void VectorEnv::init_bookkeeping(int num_envs, int64_t obs_size) {
+  obs_size_ = obs_size;
+  final_obs_.assign(size_t(num_envs) * size_t(obs_size), 0.f);
+  ended_.assign(size_t(num_envs), 0);
+  ep_return_.assign(size_t(num_envs), 0.0);
+  ep_length_.assign(size_t(num_envs), 0);
+}
+
+std::vector<EpisodeStat> VectorEnv::take_finished() {
+  std::vector<EpisodeStat> out;
+  out.swap(finished_);
+  return out;
+}
+
 namespace {
 std::vector<std::unique_ptr<Env>> build(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts) {
   MPIRL_CHECK(num_envs >= 1, "num_envs = {}", num_envs);
@@ -24,35 +39,31 @@ std::vector<std::unique_ptr<Env>> build(const std::string& id, int num_envs, uin
 }
 }  // namespace
 
-VectorEnv::VectorEnv(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts)
-    : VectorEnv(build(id, num_envs, seed, opts)) {}
+BuiltinVectorEnv::BuiltinVectorEnv(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts)
+    : BuiltinVectorEnv(build(id, num_envs, seed, opts)) {}
 
-VectorEnv::VectorEnv(std::vector<std::unique_ptr<Env>> envs) : envs_(std::move(envs)) {
+BuiltinVectorEnv::BuiltinVectorEnv(std::vector<std::unique_ptr<Env>> envs) : envs_(std::move(envs)) {
   MPIRL_CHECK(!envs_.empty(), "a VectorEnv needs at least one env");
-  const int num_envs = size();
-  final_obs_.assign(size_t(num_envs) * size_t(spec().obs_size()), 0.f);
-  ended_.assign(size_t(num_envs), 0);
-  ep_return_.assign(size_t(num_envs), 0.0);
-  ep_length_.assign(size_t(num_envs), 0);
+  init_bookkeeping(int(envs_.size()), spec().obs_size());
 }
 
-void VectorEnv::reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
+void BuiltinVectorEnv::reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
   for (int e = 0; e < size(); ++e) {
     envs_[size_t(e)]->reset(obs + e * obs_stride);
     is_init[e * is_init_stride] = 1;
-    ep_return_[size_t(e)] = 0;
-    ep_length_[size_t(e)] = 0;
+    start_episode(e);
   }
 }
 
-void VectorEnv::step(const int64_t* discrete, const float* box, const StepOutputs& out) {
-  const int64_t D = spec().obs_size(), A = spec().action_dim;
+void BuiltinVectorEnv::step(const int64_t* discrete, const float* box, const StepOutputs& out) {
+  const EnvSpec& sp = spec();
+  const int64_t D = sp.obs_size(), A = sp.action_dim;
   for (int e = 0; e < size(); ++e) {
     Env& env = *envs_[size_t(e)];
     Action a;
-    if (spec().discrete) {
+    if (sp.discrete) {
       a.index = discrete[e];
-      MPIRL_CHECK(a.index >= 0 && a.index < spec().num_actions, "action {} out of range for {}", a.index, spec().id);
+      MPIRL_CHECK(a.index >= 0 && a.index < sp.num_actions, "action {} out of range for {}", a.index, sp.id);
     } else {
       a.values = box + e * A;
     }
@@ -61,31 +72,17 @@ void VectorEnv::step(const int64_t* discrete, const float* box, const StepOutput
     bool finite = std::isfinite(r.reward);
     for (int64_t i = 0; i < D && finite; ++i) finite = std::isfinite(o[i]);
     if (!finite)
-      throw Error(fmt::format("env '{}' (env index {}) returned a non-finite {} at episode step {}", spec().id, e,
-                              std::isfinite(r.reward) ? "observation" : "reward", ep_length_[size_t(e)] + 1));
+      throw Error(fmt::format("env '{}' (env index {}) returned a non-finite {} at episode step {}", sp.id, e,
+                              std::isfinite(r.reward) ? "observation" : "reward", episode_step(e) + 1));
     const int64_t s = e * out.scalar_stride;
     out.reward[s] = r.reward;
     out.terminated[s] = r.terminated;
     out.truncated[s] = r.truncated;
-    ep_return_[size_t(e)] += r.reward;
-    ep_length_[size_t(e)] += 1;
-    bool done = r.terminated || r.truncated;
-    ended_[size_t(e)] = done;
-    if (done) {
-      std::copy(o, o + D, final_obs_.begin() + e * D);
-      finished_.push_back({float(ep_return_[size_t(e)]), ep_length_[size_t(e)]});
-      ep_return_[size_t(e)] = 0;
-      ep_length_[size_t(e)] = 0;
-      env.reset(o);
-    }
+    const bool done = r.terminated || r.truncated;
+    count_step(e, r.reward, done, o);
+    if (done) env.reset(o);
     out.is_init[e * out.is_init_stride] = done;
   }
-}
-
-std::vector<EpisodeStat> VectorEnv::take_finished() {
-  std::vector<EpisodeStat> out;
-  out.swap(finished_);
-  return out;
 }
 
 }  // namespace mpirl::envs

@@ -1,6 +1,9 @@
 #pragma once
 // E environments stepped in lock-step with auto-reset. Outputs go straight into caller-owned
 // strided buffers (e.g. column t of an env-major rollout), so stepping copies nothing twice.
+// VectorEnv is the interface the actor steps; BuiltinVectorEnv loops over compiled-in Envs and
+// envs/python/ steps a Gymnasium vector env in an embedded interpreter. Both keep the same
+// bookkeeping (final observations, ended flags, finished-episode statistics) in this base class.
 #include <memory>
 #include <vector>
 
@@ -27,32 +30,66 @@ struct EpisodeStat {
 
 class VectorEnv {
  public:
-  // Seeds env e with hash(seed, e): different seeds give different streams, equal seeds equal ones.
-  VectorEnv(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts = {});
-  // Takes ownership of already built envs (all with the same spec).
-  explicit VectorEnv(std::vector<std::unique_ptr<Env>> envs);
-  const EnvSpec& spec() const { return envs_[0]->spec(); }
-  int size() const { return int(envs_.size()); }
+  virtual ~VectorEnv() = default;
+  virtual const EnvSpec& spec() const = 0;
+  int size() const { return int(ended_.size()); }
 
   // Resets every env; writes first observations and is_init = 1.
-  void reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride);
+  virtual void reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) = 0;
   // Steps every env with actions (discrete: int64 [E]; box: float32 [E, A]).
   // Where an episode ended, the last observation goes to final_obs row e (contiguous [E, D]) and
-  // `ended` is set, then the env is reset. Non-finite observations or rewards throw mpirl::Error.
-  void step(const int64_t* discrete, const float* box, const StepOutputs& out);
+  // `ended` is set, then the env is reset and `obs` row e holds the reset observation with
+  // is_init = 1: no step of a rollout is ever an auto-reset step. Non-finite observations or
+  // rewards, and anything else an env does wrong, throw mpirl::Error naming the env and the step.
+  virtual void step(const int64_t* discrete, const float* box, const StepOutputs& out) = 0;
 
   const std::vector<uint8_t>& ended() const { return ended_; }
-  const float* final_obs(int e) const { return final_obs_.data() + size_t(e) * size_t(spec().obs_size()); }
+  const float* final_obs(int e) const { return final_obs_.data() + size_t(e) * size_t(obs_size_); }
   // Episodes finished since the last call.
   std::vector<EpisodeStat> take_finished();
 
+ protected:
+  void init_bookkeeping(int num_envs, int64_t obs_size);
+  void start_episode(int e) {
+    ep_return_[size_t(e)] = 0;
+    ep_length_[size_t(e)] = 0;
+  }
+  // Counts one step of env e; where it ended, records the episode and copies its last observation.
+  void count_step(int e, float reward, bool done, const float* last_obs) {
+    ep_return_[size_t(e)] += reward;
+    ep_length_[size_t(e)] += 1;
+    ended_[size_t(e)] = done;
+    if (done) {
+      std::copy(last_obs, last_obs + obs_size_, final_obs_.begin() + e * obs_size_);
+      finished_.push_back({float(ep_return_[size_t(e)]), ep_length_[size_t(e)]});
+      start_episode(e);
+    }
+  }
+  int32_t episode_step(int e) const { return ep_length_[size_t(e)]; }
+  float* final_obs_row(int e) { return final_obs_.data() + size_t(e) * size_t(obs_size_); }
+
  private:
-  std::vector<std::unique_ptr<Env>> envs_;
+  int64_t obs_size_ = 0;
   std::vector<float> final_obs_;
   std::vector<uint8_t> ended_;
   std::vector<double> ep_return_;
   std::vector<int32_t> ep_length_;
   std::vector<EpisodeStat> finished_;
+};
+
+// The compiled-in envs of envs/registry.h, one Env object per index.
+class BuiltinVectorEnv final : public VectorEnv {
+ public:
+  // Seeds env e with hash(seed, e): different seeds give different streams, equal seeds equal ones.
+  BuiltinVectorEnv(const std::string& id, int num_envs, uint64_t seed, const EnvOptions& opts = {});
+  // Takes ownership of already built envs (all with the same spec).
+  explicit BuiltinVectorEnv(std::vector<std::unique_ptr<Env>> envs);
+  const EnvSpec& spec() const override { return envs_[0]->spec(); }
+  void reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) override;
+  void step(const int64_t* discrete, const float* box, const StepOutputs& out) override;
+
+ private:
+  std::vector<std::unique_ptr<Env>> envs_;
 };
 
 uint64_t mix_seed(uint64_t seed, uint64_t stream);

@@ -93,7 +93,7 @@ TEST(VectorEnv, ResetFlagsAutoResetAndFinalObs) {
   EnvOptions o;
   o.obs_dim = 3, o.num_actions = 2, o.episode_length = 3;
   const int E = 2, T = 7;
-  VectorEnv v("Synthetic", E, 5, o);
+  BuiltinVectorEnv v("Synthetic", E, 5, o);
   // env-major buffers as the actor lays them out: obs [E, T+1, 3], is_init [E, T+1], scalars [E, T]
   std::vector<float> obs(E * (T + 1) * 3), rew(E * T);
   std::vector<uint8_t> init(E * (T + 1), 9), term(E * T), trunc(E * T);
@@ -136,7 +136,7 @@ class NanEnv final : public Env {
 TEST(VectorEnv, NonFiniteObservationIsAnErrorNamingTheEnv) {
   std::vector<std::unique_ptr<Env>> envs;
   envs.push_back(std::make_unique<NanEnv>());
-  VectorEnv v(std::move(envs));
+  BuiltinVectorEnv v(std::move(envs));
   float obs[1];
   uint8_t init[1], term[1], trunc[1];
   float rew[1];

@@ -1,0 +1,46 @@
+#pragma once
+// Python envs in an embedded interpreter (one per process; each actor rank is its own process, so
+// there is no GIL contention). Ids:
+//   "gym:<id>"                  gymnasium.make_vec(id, num_envs, vectorization_mode="sync") with
+//                               autoreset_mode = SAME_STEP
+//   "py:<module>:<factory>"     factory(num_envs=E, seed=S, **kwargs) returning a Gymnasium vector
+//                               env whose autoreset mode is SAME_STEP or DISABLED
+// Spaces: observations a flat float32/float64 Box (copied as float32), actions Discrete(n) or a
+// flat float Box. Anything else is a ConfigError naming the env and the space.
+// This header does not expose pybind11: only envs/ and the tests see the interpreter.
+#include <memory>
+#include <string>
+
+#include "envs/vector_env.h"
+
+namespace mpirl::envs {
+
+// True for ids with a Python prefix ("gym:", "py:").
+bool is_python_env(const std::string& id);
+
+class PyVectorEnv final : public VectorEnv {
+ public:
+  // kwargs_json: a JSON object of extra keyword arguments for make_vec / the factory ("" = none).
+  // Throws ConfigError naming env.id when the env cannot be made or its spaces are unsupported.
+  PyVectorEnv(const std::string& id, int num_envs, uint64_t seed, const std::string& kwargs_json = "");
+  ~PyVectorEnv() override;
+  const EnvSpec& spec() const override { return spec_; }
+  void reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) override;
+  void step(const int64_t* discrete, const float* box, const StepOutputs& out) override;
+  // Runs Python code with `venv` (the vector env) and `np` in scope: for tests (set a state).
+  void exec(const std::string& code);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> p_;
+  EnvSpec spec_;
+  int64_t vstep_ = 0;  // vector steps since the last reset
+};
+
+// The spec of a Python env (builds a one-env vector env, reads its spaces, closes it).
+EnvSpec python_env_spec(const std::string& id, const std::string& kwargs_json = "");
+
+// Runs Python code in the embedded interpreter (started on first use), e.g. to extend sys.path.
+void python_exec(const std::string& code);
+
+}  // namespace mpirl::envs

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""MPI tests of Python envs (env.id = "gym:<id>" / "py:<module>:<factory>"), in mpi_test.py's style:
+a short job on each prefix, a Python exception and a NaN reward in an actor end the job quickly
+with a message naming the env, the rank and the step, unsupported spaces are refused at start with
+exit 2, and APPO learns gym:CartPole-v1. The test envs are tests/python/mpirl_test_envs.py."""
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_test  # noqa: E402
+from mpi_test import bad, check, command, finished_run, run  # noqa: E402
+
+PYDIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+mpi_test.ENV["PYTHONPATH"] = PYDIR + os.pathsep + os.environ.get("PYTHONPATH", "")
+SCRIPTED = 'env.id="py:mpirl_test_envs:scripted"'
+
+
+def case_python_short_jobs(args):
+    for env_id in ("gym:CartPole-v1", "py:mpirl_test_envs:cartpole", "gym:Pendulum-v1"):
+        p, dt, d = run(args, 4, [f'env.id="{env_id}"', "run.total_env_steps=20000"], 180)
+        finished_run(p, d, 20000)
+    # truncations every few steps exercise the actor's bootstrap slots
+    p, dt, d = run(args, 4, [SCRIPTED, "run.total_env_steps=20000"], 180)
+    finished_run(p, d, 20000)
+
+
+def fails_fast(args, kwargs, reason):
+    """Runs a job whose actors' env 1 goes wrong; the job must end non-zero within 10 s of the
+    error, with a message naming the env, an actor rank and the step, and no rank left running."""
+    out_dir = os.path.join(args.workdir, f"t-{uuid.uuid4().hex[:8]}")
+    cmd = command(args, 4, [SCRIPTED, f"env.kwargs='{kwargs}'", "run.total_env_steps=100000000"], out_dir)
+    p = subprocess.Popen(cmd, env=mpi_test.ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    t_error, err = None, []
+    for line in p.stderr:
+        err.append(line)
+        if t_error is None and reason in line:
+            t_error = time.time()
+    p.wait(timeout=120)
+    t_exit = time.time()
+    text = "".join(err)
+    sys.stdout.write(text[-2500:])
+    check(p.returncode != 0, f"job exit code {p.returncode} != 0")
+    check(t_error is not None, f"the error says {reason!r}")
+    check(t_exit - t_error < 10, f"job gone {t_exit - t_error:.1f} s after the error (< 10 s)")
+    m = re.search(r"env 'py:mpirl_test_envs:scripted' on actor rank (\d+)[^:]* at vector step (\d+)", text)
+    check(m is not None and m.group(1) in ("2", "3"), "the message names the env and the actor rank")
+    check(m is not None and m.group(2) == "30", "the message names the step")
+    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    check(not left, f"no rank left running ({left})")
+
+
+def case_python_exception_aborts(args):
+    fails_fast(args, '{"raise_at": 30, "bad_env": 1}', "RuntimeError: scripted failure in env 1")
+
+
+def case_python_nan_reward_aborts(args):
+    fails_fast(args, '{"nan_at": 30, "bad_env": 1}', "env index 1 returned a non-finite reward")
+
+
+def case_python_bad_space(args):
+    bad(args, ['env.id="gym:Blackjack-v1"'], "unsupported observation space Tuple")
+    bad(args, [SCRIPTED, """env.kwargs='{"obs_space": "dict"}'"""], "unsupported observation space Dict")
+    bad(args, [SCRIPTED, """env.kwargs='{"autoreset_mode": "NextStep"}'"""], "autoreset mode NextStep")
+    bad(args, ['env.id="py:no_such_module:make"'], "No module named 'no_such_module'")
+
+
+def case_learn_gym_cartpole_appo(args):
+    # The built-in APPO learning test's settings (mpi_test.learn), on gym:CartPole-v1.
+    seed = int(os.environ.get("MPIRL_SEED", "1"))
+    p, dt, d = run(args, 4, ['env.id="gym:CartPole-v1"', "learner.algo=appo", f"run.seed={seed}",
+                             "run.total_env_steps=30000000", "run.max_wall_seconds=540", "run.stop_mean_return=450",
+                             "run.log_interval_s=10"], 660)
+    s = finished_run(p, d, 1)
+    print(f"gym:CartPole-v1 appo seed {seed}: mean return {s['final_mean_return']} over the last 100 episodes "
+          f"after {s['env_steps']} env steps in {s['wall_time_s']:.1f} s ({s['stop_reason']}, {s['sps']:.0f} SPS)")
+    check(s["final_mean_return"] is not None and s["final_mean_return"] >= 400,
+          f"gym:CartPole-v1 mean return {s['final_mean_return']} >= 400")
+    check(s["wall_time_s"] <= 600, f"within 10 minutes ({s['wall_time_s']:.0f} s)")
+
+
+if __name__ == "__main__":
+    mpi_test.main(globals())
