@@ -18,6 +18,7 @@
 #include "buffer/replay.h"
 #include "envs/registry.h"
 #include "learner/learner.h"
+#include "models/policy.h"
 #include "core/checkpoint.h"
 #include "core/error.h"
 #include "core/signals.h"
@@ -83,7 +84,7 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
   ckpt::check_resume_config(read_text(latest.dir + "/config.toml"), cfg.resolved_toml,
                             fmt::format("'{}' from {}", run_dir, latest.dir));
   make_layout(cfg, world);
-  envs::env_spec(cfg);
+  models::validate_model_config(cfg, envs::env_spec(cfg));
   buffer::validate_replay_config(cfg);
   nlohmann::json state;
   try {
@@ -134,7 +135,7 @@ Verdict validate_on_rank0(const std::string& file, const std::vector<std::string
     }
     if (!resumed) {
       make_layout(cfg, world);
-      envs::env_spec(cfg);  // unknown env id
+      models::validate_model_config(cfg, envs::env_spec(cfg));  // unknown env id, a CNN on flat observations
       buffer::validate_replay_config(cfg);
       run_dir = run_dir_path(cfg);
       create_run_dir(run_dir, cfg);

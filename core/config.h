@@ -47,6 +47,7 @@ struct Config {
     int64_t max_policy_lag = 0;
   } learner;
   struct Model {
+    std::string encoder = "auto";
     std::vector<int64_t> hidden;
     std::string activation, core;
     int64_t core_size = 128, core_state = 64;

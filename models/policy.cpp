@@ -5,11 +5,17 @@
 namespace mpirl::models {
 
 PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
-    : spec_(spec), relu_(opts.activation == "relu") {
+    : spec_(spec), relu_(opts.activation == "relu"), obs_rank_(int64_t(spec.obs_shape.size())) {
   int64_t in = spec.obs_size();
-  for (size_t i = 0; i < opts.hidden.size(); ++i) {
-    torso_.push_back(register_module("torso" + std::to_string(i), torch::nn::Linear(in, opts.hidden[i])));
-    in = opts.hidden[i];
+  const std::string encoder = resolve_encoder(opts.encoder, spec.obs_shape);
+  if (encoder != "mlp") {
+    cnn_ = register_module("encoder", ConvEncoder(encoder, spec.obs_shape));
+    in = cnn_->out_size();
+  } else {
+    for (size_t i = 0; i < opts.hidden.size(); ++i) {
+      torso_.push_back(register_module("torso" + std::to_string(i), torch::nn::Linear(in, opts.hidden[i])));
+      in = opts.hidden[i];
+    }
   }
   core_ = make_core(core_options(opts, in));
   if (core_) {
@@ -35,8 +41,13 @@ CoreOptions core_options(const ModelOptions& o, int64_t input) {
   return c;
 }
 
+void validate_model_config(const Config& cfg, const envs::EnvSpec& spec) {
+  resolve_encoder(cfg.model.encoder, spec.obs_shape);
+}
+
 ModelOptions model_options(const Config& cfg) {
   ModelOptions o;
+  o.encoder = cfg.model.encoder;
   o.hidden = cfg.model.hidden;
   o.activation = cfg.model.activation;
   o.core = cfg.model.core;
@@ -47,11 +58,20 @@ ModelOptions model_options(const Config& cfg) {
 
 int64_t state_size(const Config& cfg, const envs::EnvSpec& spec) {
   auto m = model_options(cfg);
-  int64_t torso_out = m.hidden.empty() ? spec.obs_size() : m.hidden.back();
+  const std::string encoder = resolve_encoder(m.encoder, spec.obs_shape);
+  int64_t torso_out = encoder == "nature_cnn" ? 512 : encoder == "impala_cnn" ? 256
+                      : m.hidden.empty()      ? spec.obs_size()
+                                              : m.hidden.back();
   return core_state_size(core_options(m, torso_out));
 }
 
 torch::Tensor PolicyImpl::torso(const torch::Tensor& obs) {
+  if (cnn_) {  // [..., C, H, W] -> [N, C, H, W] -> [..., features]
+    std::vector<int64_t> lead(obs.sizes().begin(), obs.sizes().end() - obs_rank_);
+    auto h = cnn_(obs.reshape({-1, obs.size(-3), obs.size(-2), obs.size(-1)}));
+    lead.push_back(h.size(-1));
+    return h.reshape(lead);
+  }
   torch::Tensor h = obs;
   for (auto& l : torso_) h = relu_ ? torch::relu(l(h)) : torch::tanh(l(h));
   return h;

@@ -1,5 +1,5 @@
 #pragma once
-// The actor-critic policy: an MLP torso, an optional recurrent core (models/core.h), a
+// The actor-critic policy: an encoder (an MLP torso, or a CNN for images: models/encoders.h), an optional recurrent core (models/core.h), a
 // distribution head (categorical logits, or a diagonal Gaussian with a state-independent log-std)
 // and a value head. Actors run it step by step without grad (carrying the core state), learners
 // over [T+1, B] batches in sequence mode. Parameters travel as one flat float32 buffer.
@@ -8,11 +8,13 @@
 #include "core/config.h"
 #include "envs/env.h"
 #include "models/core.h"
+#include "models/encoders.h"
 
 namespace mpirl::models {
 
 struct ModelOptions {
-  std::vector<int64_t> hidden{64, 64};
+  std::string encoder = "auto";  // auto | mlp | nature_cnn | impala_cnn (models/encoders.h)
+  std::vector<int64_t> hidden{64, 64};  // the MLP encoder's layers (CNN encoders end in their own)
   std::string activation = "tanh";
   std::string core = "none";  // none | gru | lstm | lru | ssm | mingru | ffm
   int64_t core_size = 128;    // H
@@ -25,6 +27,8 @@ ModelOptions model_options(const Config& cfg);
 // Floats of recurrent state per env of the configured model for `spec` (0 without a core): what
 // every sequence carries as state0.
 int64_t state_size(const Config& cfg, const envs::EnvSpec& spec);
+// Throws ConfigError naming the key when the model cannot be built for `spec` (rank 0, at start).
+void validate_model_config(const Config& cfg, const envs::EnvSpec& spec);
 
 struct PolicyOutput {
   torch::Tensor dist;   // [..., L]: logits, or (mean, log_std)
@@ -52,7 +56,9 @@ class PolicyImpl : public torch::nn::Module {
   bool relu_;
   torch::Tensor torso(const torch::Tensor& obs);
   PolicyOutput heads(const torch::Tensor& h);
-  std::vector<torch::nn::Linear> torso_;
+  std::vector<torch::nn::Linear> torso_;  // mlp encoder
+  ConvEncoder cnn_{nullptr};               // CNN encoders
+  int64_t obs_rank_ = 1;
   std::shared_ptr<CoreImpl> core_;
   torch::nn::Linear pi_{nullptr}, v_{nullptr};
   torch::Tensor log_std_;

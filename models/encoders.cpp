@@ -1,0 +1,69 @@
+#include "models/encoders.h"
+
+#include "core/error.h"
+
+namespace mpirl::models {
+
+std::string resolve_encoder(const std::string& encoder, const std::vector<int64_t>& obs_shape) {
+  const std::string kind = encoder == "auto" ? (obs_shape.size() == 3 ? "nature_cnn" : "mlp") : encoder;
+  if (kind == "mlp") return kind;
+  if (obs_shape.size() != 3)
+    throw ConfigError(fmt::format("config key 'model.encoder' = \"{}\": expected image observations [C, H, W], "
+                                  "the env's are [{}]",
+                                  encoder, fmt::join(obs_shape, ", ")));
+  const int64_t min_hw = kind == "nature_cnn" ? 36 : 1;  // nature_cnn: 8x8/4, 4x4/2 and 3x3/1 must fit
+  if (obs_shape[1] < min_hw || obs_shape[2] < min_hw)
+    throw ConfigError(fmt::format("config key 'model.encoder' = \"{}\": observations [{}] are smaller than its "
+                                  "{}x{} minimum",
+                                  encoder, fmt::join(obs_shape, ", "), min_hw, min_hw));
+  return kind;
+}
+
+ConvEncoderImpl::ConvEncoderImpl(const std::string& kind, const std::vector<int64_t>& obs_shape)
+    : impala_(kind == "impala_cnn") {
+  MPIRL_CHECK(obs_shape.size() == 3, "a CNN encoder needs [C, H, W] observations");
+  using torch::nn::Conv2dOptions;
+  int64_t in = obs_shape[0];
+  if (impala_) {
+    int k = 0;
+    for (int64_t c : {16, 32, 32}) {
+      Stage s;
+      s.conv = register_module("conv" + std::to_string(k), torch::nn::Conv2d(Conv2dOptions(in, c, 3).padding(1)));
+      for (int r = 0; r < 4; ++r)
+        s.res.push_back(register_module(fmt::format("res{}_{}", k, r), torch::nn::Conv2d(Conv2dOptions(c, c, 3).padding(1))));
+      stages_.push_back(std::move(s));
+      in = c;
+      ++k;
+    }
+  } else {
+    const int64_t ch[3] = {32, 64, 64}, ks[3] = {8, 4, 3}, st[3] = {4, 2, 1};
+    for (int k = 0; k < 3; ++k) {
+      Stage s;
+      s.conv = register_module("conv" + std::to_string(k), torch::nn::Conv2d(Conv2dOptions(in, ch[k], ks[k]).stride(st[k])));
+      stages_.push_back(std::move(s));
+      in = ch[k];
+    }
+  }
+  torch::NoGradGuard g;  // the flattened size, from one forward of a zero image
+  const int64_t flat = features(torch::zeros({1, obs_shape[0], obs_shape[1], obs_shape[2]})).size(1);
+  out_ = impala_ ? 256 : 512;
+  fc_ = register_module("fc", torch::nn::Linear(flat, out_));
+}
+
+torch::Tensor ConvEncoderImpl::features(const torch::Tensor& x) {
+  torch::Tensor h = x;
+  for (auto& s : stages_) {
+    if (!impala_) {
+      h = torch::relu(s.conv(h));
+      continue;
+    }
+    h = torch::max_pool2d(s.conv(h), 3, 2, 1);
+    for (size_t r = 0; r < s.res.size(); r += 2) h = h + s.res[r + 1](torch::relu(s.res[r](torch::relu(h))));
+  }
+  if (impala_) h = torch::relu(h);
+  return h.flatten(1);
+}
+
+torch::Tensor ConvEncoderImpl::forward(const torch::Tensor& x) { return torch::relu(fc_(features(x))); }
+
+}  // namespace mpirl::models

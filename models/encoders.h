@@ -1,0 +1,40 @@
+#pragma once
+// Convolutional encoders for image observations, channels first [C, H, W]:
+//   nature_cnn  the DQN Nature network: conv 32 8x8/4, conv 64 4x4/2, conv 64 3x3/1 (ReLU each),
+//               flatten, linear 512, ReLU
+//   impala_cnn  the IMPALA paper's residual network: for 16, 32, 32 channels a 3x3 conv, a 3x3/2
+//               max pool and two residual blocks (ReLU, conv 3x3, ReLU, conv 3x3, + input); then
+//               ReLU, flatten, linear 256, ReLU
+// Input [N, C, H, W] float (pixels already scaled), output [N, out_size()].
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace mpirl::models {
+
+// model.encoder resolved for an observation shape: "auto" is nature_cnn for rank-3 observations
+// and mlp otherwise. Throws ConfigError (naming model.encoder and the shape) for a CNN on
+// observations that are not [C, H, W] or too small for it.
+std::string resolve_encoder(const std::string& encoder, const std::vector<int64_t>& obs_shape);
+
+class ConvEncoderImpl : public torch::nn::Module {
+ public:
+  ConvEncoderImpl(const std::string& kind, const std::vector<int64_t>& obs_shape);
+  torch::Tensor forward(const torch::Tensor& x);
+  int64_t out_size() const { return out_; }
+
+ private:
+  struct Stage {
+    torch::nn::Conv2d conv{nullptr};
+    std::vector<torch::nn::Conv2d> res;  // 2 blocks x 2 convs (impala_cnn)
+  };
+  torch::Tensor features(const torch::Tensor& x);
+  bool impala_ = false;
+  std::vector<Stage> stages_;
+  torch::nn::Linear fc_{nullptr};
+  int64_t out_ = 0;
+};
+TORCH_MODULE(ConvEncoder);
+
+}  // namespace mpirl::models
