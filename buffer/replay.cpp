@@ -9,7 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include "buffer/dump_scheduler.h"
-#include "buffer/learner_messages.h"
+#include "buffer/messages.h"
+#include "buffer/pending_episodes.h"
 #include "buffer/hdf5_dump.h"
 #include "buffer/replay_buffer.h"
 #include "buffer/replay_checkpoint.h"
@@ -29,8 +30,6 @@
 namespace mpirl::buffer {
 namespace {
 
-constexpr size_t kMaxPendingEpisodes = 100000;
-
 class ReplayServer {
  public:
   ReplayServer(const Config& cfg, const Comms& comms, const RunStart& start)
@@ -43,8 +42,7 @@ class ReplayServer {
       auto st = resume_from_checkpoint(rb_, start, cfg.env.id);
       c_ = st.status;
       c_.sampled_by_learner.resize(size_t(comms.layout.learners), 0);
-      ep_returns_.assign(st.returns.begin(), st.returns.end());
-      ep_lengths_.assign(st.lengths.begin(), st.lengths.end());
+      episodes_.assign(st.returns, st.lengths);
     } else if (!cfg.replay.restore.empty()) {
       auto h = restore_replay(rb_, cfg.replay.restore, cfg.env.id);
       c_.restored = h.items;
@@ -137,10 +135,7 @@ class ReplayServer {
 
   void checkpoint_request(const wire::Message& msg, int src) {
     auto r = read_checkpoint_request(msg, src);
-    if (r.final) {  // written after the last ActorDone (finish_learners)
-      final_checkpoint_ = r.dir;
-      return;
-    }
+    if (r.final) return void(final_checkpoint_ = r.dir);  // written after the last ActorDone (finish_learners)
     checkpoint(r.dir);
     send_small(wire::Kind::CheckpointDone, src, kTagLearnerReply, true);
   }
@@ -152,8 +147,8 @@ class ReplayServer {
     // The steps a resumed run counts as reported by actors: those accounted for here (a
     // non-final checkpoint comes before the actors' ActorDone).
     st.status.actor_env_steps = c_.env_steps + c_.discarded_rollouts * cfg_.env.num_envs * layout_.T();
-    st.returns.assign(ep_returns_.begin(), ep_returns_.end());
-    st.lengths.assign(ep_lengths_.begin(), ep_lengths_.end());
+    st.returns = episodes_.returns();
+    st.lengths = episodes_.lengths();
     st.buffer = rb_.resume_state();
     return write_checkpoint_part(rb_, st, dir, cfg_, c_.checkpoint);
   }
@@ -197,10 +192,7 @@ class ReplayServer {
       }
       if (msg.env.kind == wire::Kind::ActorDone) {
         if (into_chunk) rb_.release_chunk();
-        const auto& a = msg.env.arrays;
-        if (a.size() != 1 || a[0].name != "env_steps" || a[0].dtype != wire::DType::I64 || a[0].elements() != 1)
-          throw Error(fmt::format("ActorDone from rank {} does not carry its env step count", src));
-        c_.actor_env_steps += msg.array<int64_t>(0)[0];
+        c_.actor_env_steps += read_actor_done(msg, src);
         stalls_.done(src);
         ++actors_done_;
         send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
@@ -208,33 +200,18 @@ class ReplayServer {
       }
       int64_t rows = layout_.check(msg, src);
       if (rows != E) throw Error(fmt::format("rollout from rank {} holds {} envs, expected env.num_envs = {}", src, rows, E));
-      const size_t ir = layout_.fields().size(), il = ir + 1;  // the statistics follow the sequences
-      const auto& a = msg.env.arrays;
-      if (a.size() != il + 1 || a[ir].name != "episode_return" || a[il].name != "episode_length" ||
-          a[ir].dtype != wire::DType::F32 || a[il].dtype != wire::DType::I32 || a[ir].shape.size() != 1 ||
-          a[il].shape != a[ir].shape)
-        throw Error(fmt::format("rollout from rank {} lacks consistent episode statistics", src));
+      const auto stats = read_episode_stats(msg, layout_.fields().size(), src);  // after the sequences
       if (!into_chunk) {
         if (!stopping_)
           throw Error(fmt::format("rollout from rank {} is {} bytes, more than the {} a rollout can take", src, count,
                                   rb_.chunk_bytes()));
         ++c_.discarded_rollouts;
       } else {
-        size_t m = msg.desc(ir).elements();
-        const float* r = msg.array<float>(ir);
-        const int32_t* l = msg.array<int32_t>(il);
-        for (size_t k = 0; k < m; ++k) {
-          ep_returns_.push_back(r[k]);
-          ep_lengths_.push_back(l[k]);
-        }
-        while (ep_returns_.size() > kMaxPendingEpisodes) {
-          ep_returns_.pop_front();
-          ep_lengths_.pop_front();
-        }
+        episodes_.add(stats.returns, stats.lengths, stats.n);
         rb_.commit_chunk(size_t(msg.payload - buf), rows);
         ++c_.rollouts;
         c_.env_steps += rows * layout_.T();
-        c_.episodes += int64_t(m);
+        c_.episodes += int64_t(stats.n);
       }
       send_small(wire::Kind::RolloutAck, src, kTagActorCtl, false);
     }
@@ -251,7 +228,7 @@ class ReplayServer {
       pending_.pop_front();
       // Learner 0 keeps the run's episode statistics: it gets them (at most
       // kMaxEpisodeStatsPerReply per reply; the rest wait for the next one).
-      const int64_t m = dest == 0 ? std::min<int64_t>(int64_t(ep_returns_.size()), kMaxEpisodeStatsPerReply) : 0;
+      const int64_t m = dest == 0 ? std::min<int64_t>(int64_t(episodes_.size()), kMaxEpisodeStatsPerReply) : 0;
       wire::Envelope env;
       env.kind = wire::Kind::SampleReply;
       env.sender = comms_.rank;
@@ -266,12 +243,8 @@ class ReplayServer {
       char* payload = buf.data() + off;
       auto s = rb_.sample(B, payload);
       c_.sampled_by_learner[size_t(dest)] += B;
-      for (int64_t k = 0; k < m; ++k) {
-        reinterpret_cast<float*>(payload + offsets[nf])[k] = ep_returns_[size_t(k)];
-        reinterpret_cast<int32_t*>(payload + offsets[nf + 1])[k] = ep_lengths_[size_t(k)];
-      }
-      ep_returns_.erase(ep_returns_.begin(), ep_returns_.begin() + m);
-      ep_lengths_.erase(ep_lengths_.begin(), ep_lengths_.begin() + m);
+      episodes_.take(size_t(m), reinterpret_cast<float*>(payload + offsets[nf]),
+                     reinterpret_cast<int32_t*>(payload + offsets[nf + 1]));
       std::memcpy(payload + offsets[nf + 2], s.slots.data(), size_t(B) * 8);
       std::memcpy(payload + offsets[nf + 3], s.generations.data(), size_t(B) * 8);
       std::memcpy(payload + offsets[nf + 4], s.weights.data(), size_t(B) * 4);
@@ -306,8 +279,7 @@ class ReplayServer {
   SendPool sends_;
   std::vector<char> rbuf_;
   std::deque<int> pending_;
-  std::deque<float> ep_returns_;
-  std::deque<int32_t> ep_lengths_;
+  PendingEpisodes episodes_;
   std::vector<int> byes_;
   std::string final_checkpoint_;  // where the final checkpoint's replay part goes ("" = none)
   const size_t reply_capacity_;

@@ -74,6 +74,9 @@ class BatchSource {
   void request();
   void stage(const wire::Message& msg, int64_t version);
   void send_small(wire::Kind kind);
+  // A frame of `arrays` to the replay; `fill` writes their payload at the given offsets.
+  void send_arrays(wire::Kind kind, std::vector<wire::ArrayDesc> arrays,
+                   const std::function<void(char* payload, const std::vector<size_t>& offsets)>& fill);
   // A CheckpointDone in ring_[head_]: handed on, the receive posted again, head_ moved on.
   bool take_checkpoint_done(const wire::Message& msg);
 

@@ -18,22 +18,29 @@ void BatchSource::send_small(wire::Kind kind) {
   sends_.send(buf, buf.size(), replay_, kTagLearnerReq, comms_.world);
 }
 
-void BatchSource::send_checkpoint_request(const std::string& dir, bool final) {
+void BatchSource::send_arrays(wire::Kind kind, std::vector<wire::ArrayDesc> arrays,
+                              const std::function<void(char* payload, const std::vector<size_t>& offsets)>& fill) {
   wire::Envelope env;
-  env.kind = wire::Kind::CheckpointRequest;
+  env.kind = kind;
   env.sender = comms_.rank;
   env.seq = seq_++;
-  const int64_t n = int64_t(dir.size());
-  env.arrays = {{"dir", DType::U8, {n}}, {"final", DType::U8, {1}}};
-  size_t off = wire::natural_payload_offset(env);
+  env.arrays = std::move(arrays);
+  const size_t off = wire::natural_payload_offset(env);
   std::vector<size_t> offsets;
-  size_t total = off + wire::payload_bytes(env.arrays, &offsets);
+  const size_t total = off + wire::payload_bytes(env.arrays, &offsets);
   auto& buf = sends_.acquire();
   buf.resize(total);
   wire::write_header(buf.data(), off, env);
-  std::memcpy(buf.data() + off + offsets[0], dir.data(), dir.size());
-  buf[off + offsets[1]] = final ? 1 : 0;
+  fill(buf.data() + off, offsets);
   sends_.send(buf, total, replay_, kTagLearnerReq, comms_.world);
+}
+
+void BatchSource::send_checkpoint_request(const std::string& dir, bool final) {
+  send_arrays(wire::Kind::CheckpointRequest, {{"dir", DType::U8, {int64_t(dir.size())}}, {"final", DType::U8, {1}}},
+              [&](char* p, const std::vector<size_t>& o) {
+                std::memcpy(p + o[0], dir.data(), dir.size());
+                p[o[1]] = final ? 1 : 0;
+              });
 }
 
 void BatchSource::send_priorities(const Batch& b, const torch::Tensor& priorities) {
@@ -41,21 +48,13 @@ void BatchSource::send_priorities(const Batch& b, const torch::Tensor& prioritie
   auto pc = priorities.to(torch::kCPU, torch::kFloat32).contiguous();
   const int64_t B = pc.numel();
   MPIRL_CHECK(B == int64_t(b.slots.size()), "{} priorities for {} sampled items", B, b.slots.size());
-  wire::Envelope env;
-  env.kind = wire::Kind::PriorityUpdate;
-  env.sender = comms_.rank;
-  env.seq = seq_++;
-  env.arrays = {{"slot", DType::I64, {B}}, {"generation", DType::I64, {B}}, {"priority", DType::F32, {B}}};
-  size_t off = wire::natural_payload_offset(env);
-  std::vector<size_t> offsets;
-  size_t total = off + wire::payload_bytes(env.arrays, &offsets);
-  auto& buf = sends_.acquire();
-  buf.resize(total);
-  wire::write_header(buf.data(), off, env);
-  std::memcpy(buf.data() + off + offsets[0], b.slots.data(), size_t(B) * 8);
-  std::memcpy(buf.data() + off + offsets[1], b.generations.data(), size_t(B) * 8);
-  std::memcpy(buf.data() + off + offsets[2], pc.data_ptr<float>(), size_t(B) * 4);
-  sends_.send(buf, total, replay_, kTagLearnerReq, comms_.world);
+  send_arrays(wire::Kind::PriorityUpdate,
+              {{"slot", DType::I64, {B}}, {"generation", DType::I64, {B}}, {"priority", DType::F32, {B}}},
+              [&](char* p, const std::vector<size_t>& o) {
+                std::memcpy(p + o[0], b.slots.data(), size_t(B) * 8);
+                std::memcpy(p + o[1], b.generations.data(), size_t(B) * 8);
+                std::memcpy(p + o[2], pc.data_ptr<float>(), size_t(B) * 4);
+              });
 }
 
 ReplayStatus BatchSource::leave(const DrainedReply& on_drained) {

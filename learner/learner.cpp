@@ -84,11 +84,10 @@ double param_difference(const Comms& comms, models::Policy& policy) {
 }
 
 LearnerCounts sum_counts(const Comms& comms, const LearnerCounts& c) {
-  int64_t v[9] = {c.received, c.trained,         c.too_old,     c.lag_unknown, c.restored_sampled,
-                  c.updates,  c.optimizer_steps, c.truncations, c.bootstraps};
-  int64_t s[9] = {};
-  MPIRL_MPI(MPI_Reduce(v, s, 9, MPI_INT64_T, MPI_SUM, 0, comms.learners));
-  return {s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8]};
+  const auto v = to_array(c);
+  std::array<int64_t, kLearnerCountFields> s{};
+  MPIRL_MPI(MPI_Reduce(v.data(), s.data(), kLearnerCountFields, MPI_INT64_T, MPI_SUM, 0, comms.learners));
+  return counts_from(s.data());
 }
 
 }  // namespace
@@ -184,8 +183,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   }
   if (reason.empty()) reason = "max_wall_seconds";  // another learner reached its wall-clock limit
   if (reason == "preempted" && lead)
-    spdlog::warn("signal {} received: checkpoint at update {}, then exit {} (preempted: requeue to resume)",
-                 preempt_signal() ? preempt_signal() : 0, version, kExitPreempted);
+    spdlog::warn("preempted (SIGUSR1/SIGTERM): stopping at update {} after a final checkpoint", version);
 
   // Shutdown (comm/protocol.h): actors stop; the model and a first summary are written before
   // the replay's final dump, so they never depend on it; then the replay says goodbye with its

@@ -13,7 +13,7 @@
 namespace mpirl::learner {
 namespace {
 
-constexpr int kCounts = 9;
+constexpr int kCounts = kLearnerCountFields;
 
 // Clean-up on a failure path: logged, never thrown (the run goes on; the previous checkpoint stays).
 void discard(const std::string& dir) {
@@ -24,17 +24,11 @@ void discard(const std::string& dir) {
   }
 }
 
-std::array<int64_t, kCounts> pack(const LearnerCounts& c) {
-  return {c.received, c.trained,         c.too_old,     c.lag_unknown, c.restored_sampled,
-          c.updates,  c.optimizer_steps, c.truncations, c.bootstraps};
-}
-LearnerCounts unpack(const int64_t* v) { return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}; }
-
 }  // namespace
 
 nlohmann::json to_json(const LearnerState& s) {
   nlohmann::json counts = nlohmann::json::array();
-  for (const auto& c : s.counts) counts.push_back(pack(c));
+  for (const auto& c : s.counts) counts.push_back(to_array(c));
   return {{"version", s.version},
           {"segment", s.segment},
           {"elapsed_s", s.elapsed_s},
@@ -60,7 +54,7 @@ LearnerState learner_state_from_json(const nlohmann::json& j, const std::string&
     for (const auto& row : j.at("learner_counts")) {
       auto v = row.get<std::vector<int64_t>>();
       if (v.size() != kCounts) throw Error(fmt::format("a learner_counts row has {} values, expected {}", v.size(), kCounts));
-      s.counts.push_back(unpack(v.data()));
+      s.counts.push_back(counts_from(v.data()));
     }
     s.window.episodes = j.at("episodes");
     s.window.returns = j.at("recent_returns").get<std::vector<double>>();
@@ -118,11 +112,11 @@ bool Checkpointer::due() const {
 std::vector<LearnerCounts> Checkpointer::gather_counts() {
   LearnerCounts mine = run_.counts();
   mine.received += source_.items_received();
-  auto v = pack(mine);
+  auto v = to_array(mine);
   std::vector<int64_t> all(comms_.rank == 0 ? size_t(kCounts * comms_.layout.learners) : 0);
   MPIRL_MPI(MPI_Gather(v.data(), kCounts, MPI_INT64_T, all.data(), kCounts, MPI_INT64_T, 0, comms_.learners));
   std::vector<LearnerCounts> out;
-  for (size_t l = 0; l < all.size() / kCounts; ++l) out.push_back(unpack(all.data() + l * kCounts));
+  for (size_t l = 0; l < all.size() / kCounts; ++l) out.push_back(counts_from(all.data() + l * kCounts));
   return out;
 }
 

@@ -3,6 +3,7 @@
 // summary.json. Every learner keeps one (the wall-clock limit applies to each, and each counts
 // what it received and trained on); only learner 0 (`lead`) decides the other stop conditions and
 // writes files. Host reads of loss tensors happen once per log row, never per update.
+#include <array>
 #include <deque>
 #include <string>
 
@@ -36,6 +37,14 @@ struct RunWindow {
   std::vector<double> returns, lengths;
   int64_t episodes = 0;
 };
+
+// The counts as one array (for MPI reductions and state.json) and back, in declaration order.
+inline constexpr int kLearnerCountFields = 9;
+inline std::array<int64_t, kLearnerCountFields> to_array(const LearnerCounts& c) {
+  return {c.received, c.trained,         c.too_old,     c.lag_unknown, c.restored_sampled,
+          c.updates,  c.optimizer_steps, c.truncations, c.bootstraps};
+}
+inline LearnerCounts counts_from(const int64_t* v) { return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}; }
 
 class RunController {
  public:

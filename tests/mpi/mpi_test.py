@@ -460,15 +460,16 @@ def case_bad_run_dir_exists(args):
     check(summary(d) == before, "nothing already written was lost")
 
 
-def learn(args, algo):
+def learn(args, algo, env_sets=(), env="CartPole-v1"):
+    """CartPole (or another env with the same bar, via env_sets) must reach a mean return >= 400."""
     seed = int(os.environ.get("MPIRL_SEED", "1"))
-    p, dt, d = run(args, 4, [f"learner.algo={algo}", f"run.seed={seed}", "run.total_env_steps=30000000",
+    p, dt, d = run(args, 4, [*env_sets, f"learner.algo={algo}", f"run.seed={seed}", "run.total_env_steps=30000000",
                              "run.max_wall_seconds=540", "run.stop_mean_return=450", "run.log_interval_s=10"], 660)
     s = finished_run(p, d, 1)
-    print(f"{algo} seed {seed}: mean return {s['final_mean_return']} over the last 100 episodes after "
-          f"{s['env_steps']} env steps in {s['wall_time_s']:.1f} s ({s['stop_reason']})")
+    print(f"{env} {algo} seed {seed}: mean return {s['final_mean_return']} over the last 100 episodes after "
+          f"{s['env_steps']} env steps in {s['wall_time_s']:.1f} s ({s['stop_reason']}, {s['sps']:.0f} SPS)")
     check(s["final_mean_return"] is not None and s["final_mean_return"] >= 400,
-          f"CartPole-v1 mean return {s['final_mean_return']} >= 400")
+          f"{env} mean return {s['final_mean_return']} >= 400")
     check(s["wall_time_s"] <= 600, f"within 10 minutes ({s['wall_time_s']:.0f} s)")
 
 

@@ -1,4 +1,4 @@
-#include "buffer/learner_messages.h"
+#include "buffer/messages.h"
 
 #include "core/error.h"
 
@@ -25,6 +25,23 @@ CheckpointRequestView read_checkpoint_request(const wire::Message& msg, int src)
                             src));
   return {std::string(reinterpret_cast<const char*>(msg.array<uint8_t>(0)), size_t(a[0].shape[0])),
           msg.array<uint8_t>(1)[0] != 0};
+}
+
+int64_t read_actor_done(const wire::Message& msg, int src) {
+  const auto& a = msg.env.arrays;
+  if (a.size() != 1 || a[0].name != "env_steps" || a[0].dtype != wire::DType::I64 || a[0].elements() != 1)
+    throw Error(fmt::format("ActorDone from rank {} does not carry its env step count", src));
+  return msg.array<int64_t>(0)[0];
+}
+
+EpisodeStatsView read_episode_stats(const wire::Message& msg, size_t first, int src) {
+  const size_t ir = first, il = first + 1;
+  const auto& a = msg.env.arrays;
+  if (a.size() != il + 1 || a[ir].name != "episode_return" || a[il].name != "episode_length" ||
+      a[ir].dtype != wire::DType::F32 || a[il].dtype != wire::DType::I32 || a[ir].shape.size() != 1 ||
+      a[il].shape != a[ir].shape)
+    throw Error(fmt::format("rollout from rank {} lacks consistent episode statistics", src));
+  return {msg.array<float>(ir), msg.array<int32_t>(il), size_t(msg.desc(ir).elements())};
 }
 
 }  // namespace mpirl::buffer
