@@ -58,7 +58,7 @@ class Actor {
       b.idle();
     }
     Slot* s = &slots_[0];
-    venv_->reset(f32(*s, Seq::Obs), (T_ + 1) * spec_.obs_size(), u8(*s, Seq::IsInit), T_ + 1);
+    venv_->reset(obs_row(*s, 0, 0), (T_ + 1) * spec_.obs_size(), u8(*s, Seq::IsInit), T_ + 1);
     size_t k = 0;
     while (!stop_) {
       if (!collect(*s)) break;
@@ -76,6 +76,10 @@ class Actor {
   T* field(Slot& s, Seq f) { return layout_.ptr<T>(s.payload(), f, E_); }
   float* f32(Slot& s, Seq f) { return field<float>(s, f); }
   uint8_t* u8(Slot& s, Seq f) { return field<uint8_t>(s, f); }
+  // Observation t of env e in a slot (float32 or uint8 as the spec says).
+  uint8_t* obs_row(Slot& s, int64_t e, int64_t t) {
+    return u8(s, Seq::Obs) + (e * (T_ + 1) + t) * spec_.obs_bytes();
+  }
 
   // Tests the parameter broadcast; true when new parameters were loaded.
   bool poll_params() {
@@ -135,7 +139,6 @@ class Actor {
   // Steps T times writing straight into the slot. False if a Stop arrived mid-rollout.
   bool collect(Slot& s) {
     const int64_t D = spec_.obs_size(), L = spec_.dist_size(), A = spec_.action_size();
-    float* obs = f32(s, Seq::Obs);
     float* dist = f32(s, Seq::Dist);
     float* logp = f32(s, Seq::Logp);
     char* act = reinterpret_cast<char*>(field<char>(s, Seq::Action));
@@ -153,7 +156,8 @@ class Actor {
       poll_params();
       if (stop_) return false;
       min_version_ = std::min(min_version_, version_);
-      auto obs_t = torch::from_blob(obs + t * D, {E_, D}, {(T_ + 1) * D, 1}, opts);
+      // [E, obs...] straight from the slot; the policy converts uint8 pixels itself.
+      auto obs_t = models::obs_rows(spec_, obs_row(s, 0, t), E_, (T_ + 1) * D);
       auto init_t = torch::from_blob(const_cast<uint8_t*>(init) + t, {E_}, {T_ + 1}, torch::kUInt8).to(torch::kFloat32);
       auto out = policy_->step(obs_t, init_t, state_);
       auto a = models::sample(spec_, out.dist, gen_);
@@ -166,7 +170,7 @@ class Actor {
       }
       auto a_c = a.contiguous();
       envs::StepOutputs o;
-      o.obs = obs + (t + 1) * D;
+      o.obs = obs_row(s, 0, t + 1);
       o.obs_stride = (T_ + 1) * D;
       o.is_init = u8(s, Seq::IsInit) + t + 1;
       o.is_init_stride = T_ + 1;
@@ -184,14 +188,13 @@ class Actor {
   // A truncated episode bootstraps from the value of its last state, which the learner computes
   // with its current parameters: the actor sends that observation and its core state there.
   void record_truncation(Slot& s, int64_t e, int64_t t) {
-    const int64_t K = layout_.boot_slots(), D = spec_.obs_size(), S = layout_.state_size();
+    const int64_t K = layout_.boot_slots(), S = layout_.state_size(), OB = spec_.obs_bytes();
     const int64_t k = boot_count_[size_t(e)]++;
     if (k >= K)
       throw Error(fmt::format("env '{}' (env index {}) truncated {} episodes within one {}-step rollout; its spec "
                               "declares max_episode_steps = {}, which allows at most {}",
                               spec_.id, e, k + 1, T_, spec_.max_episode_steps, K));
-    const float* last = venv_->final_obs(int(e));
-    std::copy(last, last + D, f32(s, Seq::BootObs) + (e * K + k) * D);
+    std::memcpy(u8(s, Seq::BootObs) + (e * K + k) * OB, venv_->final_obs_bytes(int(e)), size_t(OB));
     if (S > 0) {
       auto st = state_[e].contiguous();
       std::memcpy(f32(s, Seq::BootState) + (e * K + k) * S, st.data_ptr<float>(), size_t(S) * sizeof(float));
@@ -235,13 +238,10 @@ class Actor {
 
   // The last observation of a rollout is the first of the next.
   void carry_over(Slot& from, Slot& to) {
-    const int64_t D = spec_.obs_size();
-    float* fo = f32(from, Seq::Obs);
-    float* to_obs = f32(to, Seq::Obs);
     uint8_t* fi = u8(from, Seq::IsInit);
     uint8_t* ti = u8(to, Seq::IsInit);
     for (int64_t e = 0; e < E_; ++e) {
-      std::copy(fo + (e * (T_ + 1) + T_) * D, fo + (e * (T_ + 1) + T_ + 1) * D, to_obs + e * (T_ + 1) * D);
+      std::memcpy(obs_row(to, e, 0), obs_row(from, e, T_), size_t(spec_.obs_bytes()));
       ti[e * (T_ + 1)] = fi[e * (T_ + 1) + T_];
     }
   }

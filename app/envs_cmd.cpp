@@ -27,8 +27,15 @@ int envs_main() {
       "  py:<module>:<factory>  <module>.<factory>(num_envs=, seed=, **kwargs) returning a Gymnasium vector env\n"
       "                         with autoreset_mode SAME_STEP (or DISABLED); <module> is found on PYTHONPATH\n"
       "                         or in the working directory\n"
-      "  env.kwargs = '{{...}}'   a JSON object of extra keyword arguments for either\n"
-      "  Spaces: observations a flat float32/float64 Box; actions Discrete(n) or a flat float Box.\n");
+      "  ale:<game>             ale-py's C++ AtariVectorEnv, e.g. ale:breakout: 84x84 grey, frame-skip 4,\n"
+      "                         a stack of 4, sticky actions p = 0.25, unclipped rewards (uint8 [4, 84, 84])\n"
+      "  envpool:<task>         envpool.make(<task>, \"gymnasium\"), e.g. envpool:Breakout-v5; ended envs are\n"
+      "                         reset at once, so no rollout step is an auto-reset step\n"
+      "  minatar:<game>         MinAtar, e.g. minatar:breakout (uint8 [C, 10, 10] of 0/255, minimal actions)\n"
+      "  env.kwargs = '{{...}}'   a JSON object of extra keyword arguments for any of them\n"
+      "  Spaces: observations a float32/float64 Box [D] or [C, H, W], or a uint8 Box [C, H, W] / [H, W]\n"
+      "  (pixels stay uint8 up to the learner's device); actions Discrete(n) or a flat float Box.\n"
+      "  model.encoder = \"auto\" picks nature_cnn for images of at least 36x36, impala_cnn for smaller ones.\n");
   return 0;
 }
 

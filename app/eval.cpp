@@ -1,4 +1,5 @@
-// `mpirl eval RUN_DIR`: plays episodes with a run's saved policy in one process.
+// `mpirl eval RUN_DIR`: plays episodes with a run's saved policy in one process, with the run's
+// env (built-in or Python) as a vector env of up to 8 copies.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "envs/registry.h"
+#include "envs/vector_env.h"
 #include "models/policy.h"
 
 namespace mpirl {
@@ -26,8 +28,13 @@ int eval_main(const std::string& run_dir, int episodes, bool greedy, uint64_t se
     std::stringstream ss;
     ss << in.rdbuf();
     Config cfg = parse_resolved_config(ss.str());
-    auto env = envs::make_env(cfg.env.id, seed, envs::env_options(cfg));
-    const auto& spec = env->spec();
+    // Up to 8 envs in parallel (built-in or Python, as in training); env e plays a fixed quota of
+    // episodes so that short episodes are not over-counted.
+    const int E = std::clamp(episodes, 1, 8);
+    Config one = cfg;
+    one.env.num_envs = E;
+    auto venv = envs::make_vector_env(one, E, seed);
+    const auto& spec = venv->spec();
     models::Policy policy(spec, models::model_options(cfg));
     try {
       torch::load(policy, model_path.string());
@@ -37,27 +44,31 @@ int eval_main(const std::string& run_dir, int episodes, bool greedy, uint64_t se
     policy->eval();
     torch::NoGradGuard g;
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-    std::vector<float> obs(size_t(spec.obs_size()));
+    const int64_t D = spec.obs_size();
+    const auto n = static_cast<size_t>(E);
+    std::vector<uint8_t> obs(n * size_t(spec.obs_bytes())), init(n), term(n), trunc(n);
+    std::vector<float> rew(n);
+    std::vector<int> quota(n, episodes / E), done(n, 0);
+    for (int e = 0; e < episodes % E; ++e) ++quota[size_t(e)];
     std::vector<double> returns;
-    for (int ep = 0; ep < episodes; ++ep) {
-      env->reset(obs.data());
-      double ret = 0;
-      auto state = policy->initial_state(1);
-      auto no_reset = torch::zeros({1});
-      for (;;) {
-        auto out = policy->step(torch::from_blob(obs.data(), {1, spec.obs_size()}), no_reset, state);
-        torch::Tensor a;
-        if (greedy) a = spec.discrete ? out.dist.argmax(-1) : out.dist.chunk(2, -1)[0];
-        else a = models::sample(spec, out.dist, gen);
-        envs::Action act;
-        a = a.contiguous();
-        if (spec.discrete) act.index = a.item<int64_t>();
-        else act.values = a.data_ptr<float>();
-        auto r = env->step(act, obs.data());
-        ret += r.reward;
-        if (r.terminated || r.truncated) break;
+    venv->reset(obs.data(), D, init.data(), 1);
+    auto state = policy->initial_state(E);
+    while (int(returns.size()) < episodes) {
+      auto is_init = torch::from_blob(init.data(), {E}, torch::kUInt8).to(torch::kFloat32);
+      auto out = policy->step(models::obs_rows(spec, obs.data(), E, D), is_init, state);
+      torch::Tensor a;
+      if (greedy) a = spec.discrete ? out.dist.argmax(-1) : out.dist.chunk(2, -1)[0];
+      else a = models::sample(spec, out.dist, gen);
+      a = a.contiguous();
+      venv->step(spec.discrete ? a.data_ptr<int64_t>() : nullptr, spec.discrete ? nullptr : a.data_ptr<float>(),
+                 {obs.data(), D, init.data(), 1, rew.data(), term.data(), trunc.data(), 1});
+      auto finished = venv->take_finished();  // in env order among the envs that ended
+      size_t k = 0;
+      for (int e = 0; e < E; ++e) {
+        if (!venv->ended()[size_t(e)]) continue;
+        if (done[size_t(e)]++ < quota[size_t(e)]) returns.push_back(finished[k].ret);
+        ++k;
       }
-      returns.push_back(ret);
     }
     double mean = 0, var = 0;
     for (double r : returns) mean += r;

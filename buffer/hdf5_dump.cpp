@@ -82,6 +82,7 @@ DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std:
     attr_i64(f, "state_size", layout.state_size(), path);
     const auto& obs_shape = layout.fields()[0].shape;
     attr_i64_array(f, "obs_shape", std::vector<int64_t>(obs_shape.begin() + 1, obs_shape.end()), path);
+    attr_str(f, "obs_dtype", layout.fields()[0].dtype == wire::DType::U8 ? "uint8" : "float32", path);
     attr_i64(f, "capacity", rb.capacity(), path);
     attr_str(f, "selector", rb.options().selector, path);
     attr_str(f, "config", config, path);

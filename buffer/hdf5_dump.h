@@ -2,14 +2,15 @@
 // Replay dumps in HDF5 (schema version 1), read with h5py or h5dump:
 //
 //   /                      attributes: schema_version, complete (written last), env_id,
-//                          rollout_len, state_size, obs_shape, capacity, items, checksum_crc32,
+//                          rollout_len, state_size, obs_shape, obs_dtype, capacity, items, checksum_crc32,
 //                          selector, config (the run's resolved TOML), created_unix, fields (the
 //                          /items datasets, comma-separated, in checksum order), and the replay
 //                          counters (inserted, evicted, consumed, sampled, batches,
 //                          priority_updates, stale_priority_updates, max_priority, next_insert_seq)
 //   /items/<field>         one dataset per sequence field, [items, per-sequence shape...], in
 //                          insertion order, chunked along items, in wire order (comm/seq_layout.h):
-//                            obs         float32 [n, T+1, obs...]
+//                            obs         float32 [n, T+1, obs...]  (uint8 for image envs:
+//                                        obs_dtype; gzip level 1 where an item is >= 1 KiB)
 //                            is_init     uint8   [n, T+1]
 //                            action      int64 [n, T] | float32 [n, T, A]
 //                            reward      float32 [n, T]
@@ -17,7 +18,7 @@
 //                            truncated   uint8   [n, T]
 //                            logp        float32 [n, T]
 //                            dist        float32 [n, T, L]
-//                            boot_obs    float32 [n, K, obs...]  } only when K = boot_slots > 0
+//                            boot_obs    (as obs) [n, K, obs...] } only when K = boot_slots > 0
 //                            boot_state  float32 [n, K, S]       }   (boot_state only when S > 0)
 //                            boot_step   int32   [n, K]          }
 //                            version int64 [n], actor int32 [n], env_index int32 [n]

@@ -18,13 +18,14 @@ int64_t boot_slots(const envs::EnvSpec& spec, int64_t T) {
 
 SeqLayout::SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size)
     : T_(T), S_(state_size), K_(mpirl::boot_slots(spec, T)) {
+  const DType obs_dtype = spec.obs_uint8 ? DType::U8 : DType::F32;
   auto with_obs = [&](int64_t lead) {
     std::vector<int64_t> s{lead};
     s.insert(s.end(), spec.obs_shape.begin(), spec.obs_shape.end());
     return s;
   };
   fields_ = {
-      {Seq::Obs, "obs", DType::F32, with_obs(T + 1)},
+      {Seq::Obs, "obs", obs_dtype, with_obs(T + 1)},
       {Seq::IsInit, "is_init", DType::U8, {T + 1}},
       spec.discrete ? SeqField{Seq::Action, "action", DType::I64, {T}}
                     : SeqField{Seq::Action, "action", DType::F32, {T, spec.action_dim}},
@@ -35,7 +36,7 @@ SeqLayout::SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size)
       {Seq::Dist, "dist", DType::F32, {T, spec.dist_size()}},
   };
   if (K_ > 0) {
-    fields_.push_back({Seq::BootObs, "boot_obs", DType::F32, with_obs(K_)});
+    fields_.push_back({Seq::BootObs, "boot_obs", obs_dtype, with_obs(K_)});
     if (S_ > 0) fields_.push_back({Seq::BootState, "boot_state", DType::F32, {K_, S_}});
     fields_.push_back({Seq::BootStep, "boot_step", DType::I32, {K_}});
   }

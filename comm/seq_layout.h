@@ -4,6 +4,7 @@
 // item is a contiguous slice of every field and the replay moves items with one memcpy per field.
 //
 //   obs          float32 [T+1, obs...]  observation before each step, plus the bootstrap one
+//                (uint8 for image envs, EnvSpec::obs_uint8: pixels stay uint8 up to the policy)
 //   is_init      uint8   [T+1]          1 where the observation is the first of an episode
 //   action       int64 [T] | float32 [T, A]
 //   reward       float32 [T]
@@ -11,7 +12,7 @@
 //   truncated    uint8   [T]            the step hit a time limit: bootstrap from boot_obs
 //   logp         float32 [T]            behaviour log-probability of the action
 //   dist         float32 [T, L]         behaviour logits (or mean and log-std)
-//   boot_obs     float32 [K, obs...]    last observation of each episode truncated in the sequence
+//   boot_obs     float32 [K, obs...]    (uint8 like obs) last observation of each episode truncated in the sequence
 //   boot_state   float32 [K, S]         the core state the actor had at that step (S > 0 only)
 //   boot_step    int32   [K]            the step t it belongs to, -1 for an unused slot
 //   version      int64   []             policy version that collected the sequence (oldest used)

@@ -10,7 +10,8 @@ namespace mpirl::envs {
 
 struct EnvSpec {
   std::string id;
-  std::vector<int64_t> obs_shape;  // observations are float32
+  std::vector<int64_t> obs_shape;  // [D], or [C, H, W] for images (channels first)
+  bool obs_uint8 = false;          // observations are uint8 (pixels; the policy scales them by 1/255) or float32
   bool discrete = true;
   int64_t num_actions = 0;         // discrete: number of actions
   int64_t action_dim = 0;          // box: action dimensions
@@ -18,7 +19,9 @@ struct EnvSpec {
   int64_t max_episode_steps = 0;   // truncation limit (0 = none)
   std::string description;
 
-  int64_t obs_size() const;
+  int64_t obs_size() const;  // elements per observation
+  int64_t obs_elem_bytes() const { return obs_uint8 ? 1 : 4; }
+  int64_t obs_bytes() const { return obs_size() * obs_elem_bytes(); }
   // Floats per step in the policy's distribution parameters: logits, or mean and log-std.
   int64_t dist_size() const { return discrete ? num_actions : 2 * action_dim; }
   // Action slots per step in a rollout: 1 index, or action_dim floats.

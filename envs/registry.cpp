@@ -46,11 +46,11 @@ const std::map<std::string, Factory>& registry() {
 std::unique_ptr<Env> make_env(const std::string& id, uint64_t seed, const EnvOptions& opts) {
   if (is_python_env(id))
     throw ConfigError(fmt::format("config key 'env.id' = \"{}\": Python envs run only as vector envs (mpirl train); "
-                                  "single-env tools such as `mpirl eval` take built-in envs only", id));
+                                  "single-env code takes built-in envs only (make_vector_env takes both)", id));
   auto it = registry().find(id);
   if (it == registry().end())
     throw ConfigError(fmt::format("config key 'env.id' = \"{}\": expected one of \"{}\", or a Python env "
-                                  "\"gym:<id>\" / \"py:<module>:<factory>\"", id, fmt::join(env_ids(), "\", \"")));
+                                  "gym:<id>, py:<module>:<factory>, ale:<game>, envpool:<task> or minatar:<game>", id, fmt::join(env_ids(), "\", \"")));
   return it->second(seed, opts);
 }
 

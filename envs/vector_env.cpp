@@ -16,12 +16,18 @@ uint64_t mix_seed(uint64_t seed, uint64_t stream) {
   return z ^ (z >> 31);
 }
 
-void VectorEnv::init_bookkeeping(int num_envs, int64_t obs_size) {
-  obs_size_ = obs_size;
-  final_obs_.assign(size_t(num_envs) * size_t(obs_size), 0.f);
+void VectorEnv::init_bookkeeping(int num_envs, const EnvSpec& spec) {
+  obs_bytes_ = spec.obs_bytes();
+  obs_uint8_ = spec.obs_uint8;
+  final_obs_.assign(size_t(num_envs) * size_t(obs_bytes_), 0);
   ended_.assign(size_t(num_envs), 0);
   ep_return_.assign(size_t(num_envs), 0.0);
   ep_length_.assign(size_t(num_envs), 0);
+}
+
+const float* VectorEnv::final_obs(int e) const {
+  MPIRL_CHECK(!obs_uint8_, "final_obs(): the env's observations are uint8; use final_obs_bytes()");
+  return reinterpret_cast<const float*>(final_obs_bytes(e));
 }
 
 std::vector<EpisodeStat> VectorEnv::take_finished() {
@@ -44,10 +50,12 @@ BuiltinVectorEnv::BuiltinVectorEnv(const std::string& id, int num_envs, uint64_t
 
 BuiltinVectorEnv::BuiltinVectorEnv(std::vector<std::unique_ptr<Env>> envs) : envs_(std::move(envs)) {
   MPIRL_CHECK(!envs_.empty(), "a VectorEnv needs at least one env");
-  init_bookkeeping(int(envs_.size()), spec().obs_size());
+  MPIRL_CHECK(!spec().obs_uint8, "built-in envs have float32 observations");
+  init_bookkeeping(int(envs_.size()), spec());
 }
 
-void BuiltinVectorEnv::reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
+void BuiltinVectorEnv::reset(void* obs_out, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
+  float* obs = static_cast<float*>(obs_out);
   for (int e = 0; e < size(); ++e) {
     envs_[size_t(e)]->reset(obs + e * obs_stride);
     is_init[e * is_init_stride] = 1;
@@ -67,7 +75,7 @@ void BuiltinVectorEnv::step(const int64_t* discrete, const float* box, const Ste
     } else {
       a.values = box + e * A;
     }
-    float* o = out.obs + e * out.obs_stride;
+    float* o = static_cast<float*>(out.obs) + e * out.obs_stride;
     StepResult r = env.step(a, o);
     bool finite = std::isfinite(r.reward);
     for (int64_t i = 0; i < D && finite; ++i) finite = std::isfinite(o[i]);

@@ -4,6 +4,7 @@
 // VectorEnv is the interface the actor steps; BuiltinVectorEnv loops over compiled-in Envs and
 // envs/python/ steps a Gymnasium vector env in an embedded interpreter. Both keep the same
 // bookkeeping (final observations, ended flags, finished-episode statistics) in this base class.
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -12,8 +13,10 @@
 namespace mpirl::envs {
 
 // Where one step's outputs go: row e of each array starts at base + e * stride (in elements).
+// Observations are float32 or uint8 as the spec says (EnvSpec::obs_uint8); their stride counts
+// elements of that type.
 struct StepOutputs {
-  float* obs = nullptr;  // next observation (the first of a new episode where one ended)
+  void* obs = nullptr;  // next observation (the first of a new episode where one ended)
   int64_t obs_stride = 0;
   uint8_t* is_init = nullptr;  // 1 where `obs` starts an episode
   int64_t is_init_stride = 1;
@@ -35,42 +38,44 @@ class VectorEnv {
   int size() const { return int(ended_.size()); }
 
   // Resets every env; writes first observations and is_init = 1.
-  virtual void reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) = 0;
+  virtual void reset(void* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) = 0;
   // Steps every env with actions (discrete: int64 [E]; box: float32 [E, A]).
-  // Where an episode ended, the last observation goes to final_obs row e (contiguous [E, D]) and
+  // Where an episode ended, the last observation goes to final_obs row e and
   // `ended` is set, then the env is reset and `obs` row e holds the reset observation with
   // is_init = 1: no step of a rollout is ever an auto-reset step. Non-finite observations or
   // rewards, and anything else an env does wrong, throw mpirl::Error naming the env and the step.
   virtual void step(const int64_t* discrete, const float* box, const StepOutputs& out) = 0;
 
   const std::vector<uint8_t>& ended() const { return ended_; }
-  const float* final_obs(int e) const { return final_obs_.data() + size_t(e) * size_t(obs_size_); }
+  // The last observation of env e's episode that ended at the last step (obs_bytes() bytes).
+  const uint8_t* final_obs_bytes(int e) const { return final_obs_.data() + size_t(e) * size_t(obs_bytes_); }
+  const float* final_obs(int e) const;  // float32 specs only
   // Episodes finished since the last call.
   std::vector<EpisodeStat> take_finished();
 
  protected:
-  void init_bookkeeping(int num_envs, int64_t obs_size);
+  void init_bookkeeping(int num_envs, const EnvSpec& spec);
   void start_episode(int e) {
     ep_return_[size_t(e)] = 0;
     ep_length_[size_t(e)] = 0;
   }
   // Counts one step of env e; where it ended, records the episode and copies its last observation.
-  void count_step(int e, float reward, bool done, const float* last_obs) {
+  void count_step(int e, float reward, bool done, const void* last_obs) {
     ep_return_[size_t(e)] += reward;
     ep_length_[size_t(e)] += 1;
     ended_[size_t(e)] = done;
     if (done) {
-      std::copy(last_obs, last_obs + obs_size_, final_obs_.begin() + e * obs_size_);
+      std::memcpy(final_obs_.data() + e * obs_bytes_, last_obs, size_t(obs_bytes_));
       finished_.push_back({float(ep_return_[size_t(e)]), ep_length_[size_t(e)]});
       start_episode(e);
     }
   }
   int32_t episode_step(int e) const { return ep_length_[size_t(e)]; }
-  float* final_obs_row(int e) { return final_obs_.data() + size_t(e) * size_t(obs_size_); }
 
  private:
-  int64_t obs_size_ = 0;
-  std::vector<float> final_obs_;
+  int64_t obs_bytes_ = 0;
+  bool obs_uint8_ = false;
+  std::vector<uint8_t> final_obs_;
   std::vector<uint8_t> ended_;
   std::vector<double> ep_return_;
   std::vector<int32_t> ep_length_;
@@ -85,7 +90,7 @@ class BuiltinVectorEnv final : public VectorEnv {
   // Takes ownership of already built envs (all with the same spec).
   explicit BuiltinVectorEnv(std::vector<std::unique_ptr<Env>> envs);
   const EnvSpec& spec() const override { return envs_[0]->spec(); }
-  void reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) override;
+  void reset(void* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) override;
   void step(const int64_t* discrete, const float* box, const StepOutputs& out) override;
 
  private:

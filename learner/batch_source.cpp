@@ -180,7 +180,7 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
   auto dev = [&](const torch::Tensor& h) { return h.to(device_, /*non_blocking=*/true); };
   auto f32 = torch::kFloat32;
   TrainBatch& t = out.train;
-  t.obs = dev(host_field(Seq::Obs, true)).to(f32);
+  t.obs = dev(host_field(Seq::Obs, true));  // uint8 pixels stay uint8: the policy converts them on the device
   t.is_init = dev(host_field(Seq::IsInit, true)).to(f32);
   t.actions = dev(host_field(Seq::Action, true));
   t.rewards = dev(host_field(Seq::Reward, true));
@@ -221,7 +221,8 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
       const auto& fo = layout_.field(Seq::BootObs);
       std::vector<int64_t> oshape{B * K};
       oshape.insert(oshape.end(), fo.shape.begin() + 1, fo.shape.end());
-      auto obs = torch::from_blob(const_cast<char*>(payload) + layout_.offset(Seq::BootObs, B), oshape, f32);
+      auto obs = torch::from_blob(const_cast<char*>(payload) + layout_.offset(Seq::BootObs, B), oshape,
+                                  scalar(fo.dtype));
       boot.obs = obs.index_select(0, idx).to(device_);
       if (layout_.has(Seq::BootState)) {
         auto st = torch::from_blob(const_cast<char*>(payload) + layout_.offset(Seq::BootState, B),

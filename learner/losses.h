@@ -10,7 +10,7 @@ namespace mpirl::learner {
 
 // One learner batch, time-major, on the learner's device.
 struct TrainBatch {
-  torch::Tensor obs;          // [T+1, B, obs...] float
+  torch::Tensor obs;          // [T+1, B, obs...] float32, or uint8 pixels (the policy converts)
   torch::Tensor actions;      // [T, B] int64 or [T, B, A] float
   torch::Tensor rewards;      // [T, B] float
   torch::Tensor terminated;   // [T, B] float 0/1

@@ -5,7 +5,12 @@
 namespace mpirl::models {
 
 std::string resolve_encoder(const std::string& encoder, const std::vector<int64_t>& obs_shape) {
-  const std::string kind = encoder == "auto" ? (obs_shape.size() == 3 ? "nature_cnn" : "mlp") : encoder;
+  // auto: the Nature CNN for images it fits (Atari's 84x84), the IMPALA CNN for smaller ones (MinAtar's 10x10).
+  const bool image = obs_shape.size() == 3;
+  const std::string kind = encoder != "auto" ? encoder
+                           : !image           ? "mlp"
+                           : obs_shape[1] >= 36 && obs_shape[2] >= 36 ? "nature_cnn"
+                                                                      : "impala_cnn";
   if (kind == "mlp") return kind;
   if (obs_shape.size() != 3)
     throw ConfigError(fmt::format("config key 'model.encoder' = \"{}\": expected image observations [C, H, W], "

@@ -14,7 +14,7 @@
 namespace mpirl::models {
 
 // model.encoder resolved for an observation shape: "auto" is nature_cnn for rank-3 observations
-// and mlp otherwise. Throws ConfigError (naming model.encoder and the shape) for a CNN on
+// of at least 36x36, impala_cnn for smaller images, and mlp otherwise. Throws ConfigError (naming model.encoder and the shape) for a CNN on
 // observations that are not [C, H, W] or too small for it.
 std::string resolve_encoder(const std::string& encoder, const std::vector<int64_t>& obs_shape);
 

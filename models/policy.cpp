@@ -65,7 +65,9 @@ int64_t state_size(const Config& cfg, const envs::EnvSpec& spec) {
   return core_state_size(core_options(m, torso_out));
 }
 
-torch::Tensor PolicyImpl::torso(const torch::Tensor& obs) {
+torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
+  // uint8 pixels travel as uint8 up to here and become floats in [0, 1] on the policy's device.
+  const torch::Tensor obs = raw.scalar_type() == torch::kUInt8 ? raw.to(torch::kFloat32).mul_(1.0 / 255) : raw;
   if (cnn_) {  // [..., C, H, W] -> [N, C, H, W] -> [..., features]
     std::vector<int64_t> lead(obs.sizes().begin(), obs.sizes().end() - obs_rank_);
     auto h = cnn_(obs.reshape({-1, obs.size(-3), obs.size(-2), obs.size(-1)}));
@@ -110,7 +112,7 @@ PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_
 
 torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Tensor& state) {
   auto h = torso(obs);
-  if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, obs.options())).first;
+  if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, h.options())).first;
   return v_(h).squeeze(-1);
 }
 
@@ -141,6 +143,17 @@ torch::Tensor sample(const envs::EnvSpec& spec, const torch::Tensor& dist, at::G
   auto parts = dist.chunk(2, -1);
   auto eps = torch::empty_like(parts[0]).normal_(0.0, 1.0, gen);
   return parts[0] + torch::exp(parts[1]) * eps;
+}
+
+torch::Tensor obs_rows(const envs::EnvSpec& spec, void* first, int64_t rows, int64_t row_stride) {
+  std::vector<int64_t> shape{rows}, strides{row_stride};
+  shape.insert(shape.end(), spec.obs_shape.begin(), spec.obs_shape.end());
+  for (size_t i = 0; i < spec.obs_shape.size(); ++i) {
+    int64_t st = 1;
+    for (size_t j = i + 1; j < spec.obs_shape.size(); ++j) st *= spec.obs_shape[j];
+    strides.push_back(st);
+  }
+  return torch::from_blob(first, shape, strides, spec.obs_uint8 ? torch::kUInt8 : torch::kFloat32);
 }
 
 int64_t num_params(Policy& p) {

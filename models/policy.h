@@ -38,7 +38,8 @@ struct PolicyOutput {
 class PolicyImpl : public torch::nn::Module {
  public:
   PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts);
-  // Feed-forward policies only: obs [..., obs_size].
+  // Observations are float32, or uint8 pixels (scaled by 1/255 on the device before the encoder).
+  // Feed-forward policies only: obs [..., obs...].
   PolicyOutput forward(const torch::Tensor& obs);
   // Sequence mode: obs [T, B, obs...], is_init [T, B], state0 [B, S] (ignored without a core).
   PolicyOutput unroll(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0);
@@ -70,6 +71,10 @@ torch::Tensor log_prob(const envs::EnvSpec& spec, const torch::Tensor& dist, con
 torch::Tensor entropy(const envs::EnvSpec& spec, const torch::Tensor& dist);
 // Samples actions ([...] int64, or [..., A] float32) with `gen`.
 torch::Tensor sample(const envs::EnvSpec& spec, const torch::Tensor& dist, at::Generator& gen);
+
+// A [rows, obs...] view (no copy) of observations laid out `row_stride` elements apart from
+// `first`, typed as the spec says (float32 or uint8): what Policy::step takes.
+torch::Tensor obs_rows(const envs::EnvSpec& spec, void* first, int64_t rows, int64_t row_stride);
 
 int64_t num_params(Policy& p);
 // Copies all parameters, in registration order, into dst (num_params floats) / from src.

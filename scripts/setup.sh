@@ -41,15 +41,17 @@ for mod in numpy h5py matplotlib; do
   $PY -c "import $mod" 2>/dev/null || { echo "[setup] installing $mod"; $PY -m pip install -q "$mod"; }
 done
 # Python envs: mpirl embeds this interpreter (CMake finds its libpython and pybind11 from its pip).
-for pin in "gymnasium:$GYMNASIUM_VERSION" "pybind11:$PYBIND11_VERSION"; do
-  mod=${pin%%:*} want=${pin#*:}
-  have=$($PY -c "import $mod; print($mod.__version__)" 2>/dev/null || true)
+# Versions are compared by distribution name (pip's), not by the module's own __version__.
+for pin in "gymnasium:$GYMNASIUM_VERSION" "pybind11:$PYBIND11_VERSION" "ale-py:$ALE_PY_VERSION" \
+           "envpool:$ENVPOOL_VERSION" "minatar:$MINATAR_VERSION" "popgym:$POPGYM_VERSION"; do
+  dist=${pin%%:*} want=${pin#*:}
+  have=$($PY -c "import importlib.metadata as m; print(m.version('$dist'))" 2>/dev/null || true)
   if [ "$have" != "$want" ]; then
-    echo "[setup] installing $mod==$want (found: ${have:-none})"
-    $PY -m pip install -q "$mod==$want"
+    echo "[setup] installing $dist==$want (found: ${have:-none})"
+    $PY -m pip install -q "$dist==$want"
   fi
 done
 $PY -c "import sysconfig, os, sys; d = sysconfig.get_config_var('LIBDIR'); l = sysconfig.get_config_var('LDLIBRARY'); \
 sys.exit(0 if os.path.exists(os.path.join(d, l)) and l.endswith('.so') else \
 '[setup] $PY has no shared libpython ' + os.path.join(d, l) + ': mpirl embeds it (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared)')"
-echo "[setup] ok: torch $($PY -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1), $(cmake --version | head -1), gymnasium $GYMNASIUM_VERSION, pybind11 $PYBIND11_VERSION"
+echo "[setup] ok: torch $($PY -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1), $(cmake --version | head -1), gymnasium $GYMNASIUM_VERSION, pybind11 $PYBIND11_VERSION, ale-py $ALE_PY_VERSION, envpool $ENVPOOL_VERSION, minatar $MINATAR_VERSION, popgym $POPGYM_VERSION"

@@ -51,7 +51,8 @@ std::string py_message(const py::error_already_set& e) { return e.what(); }
 EnvSpec spec_from(const std::string& id, const py::dict& d, bool* same_step) {
   EnvSpec s;
   s.id = id;
-  s.obs_shape = {d["obs_dim"].cast<int64_t>()};
+  s.obs_shape = d["obs_shape"].cast<std::vector<int64_t>>();
+  s.obs_uint8 = d["obs_uint8"].cast<bool>();
   s.discrete = d["discrete"].cast<bool>();
   s.num_actions = d["num_actions"].cast<int64_t>();
   s.action_dim = d["action_dim"].cast<int64_t>();
@@ -80,7 +81,11 @@ py::object make_venv(const std::string& id, int num_envs, uint64_t seed, const s
 
 }  // namespace
 
-bool is_python_env(const std::string& id) { return id.rfind("gym:", 0) == 0 || id.rfind("py:", 0) == 0; }
+bool is_python_env(const std::string& id) {
+  for (const char* p : {"gym:", "py:", "ale:", "envpool:", "minatar:"})
+    if (id.rfind(p, 0) == 0) return true;
+  return false;
+}
 
 void python_exec(const std::string& code) {
   helper();
@@ -106,33 +111,54 @@ PyVectorEnv::PyVectorEnv(const std::string& id, int num_envs, uint64_t seed, con
   p_->reset_fn = p_->venv.attr("reset");
   p_->seed = seed;
   p_->done.assign(size_t(num_envs), 0);
-  init_bookkeeping(num_envs, spec_.obs_size());
+  init_bookkeeping(num_envs, spec_);
 }
 
 PyVectorEnv::~PyVectorEnv() = default;
 
 namespace {
-// Copies a [E, D] observation array (float32, or converted from another float dtype) into rows;
-// `only` (if set) selects the rows to copy. Returns the first copied row that is not finite, or -1.
-int copy_obs(const py::handle& obj, const EnvSpec& s, int E, float* out, int64_t stride, const uint8_t* only,
-              const std::function<std::string()>& where) {
-  auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(obj);
-  if (!a) {
-    PyErr_Clear();
-    throw Error(fmt::format("{}: observations of type {}, expected a float array", where(),
-                            std::string(py::str(py::type::handle_of(obj)))));
+// Copies an observation array of shape [E, obs...] (uint8 for uint8 specs; float32, or converted
+// from another float dtype, for float specs) into rows of `out` (stride in elements); `only` (if
+// set) selects the rows to copy. The buffer protocol gives one memcpy per row. Returns the first
+// copied row that is not finite (float specs), or -1.
+int copy_obs(const py::handle& obj, const EnvSpec& s, int E, void* out, int64_t stride, const uint8_t* only,
+             const std::function<std::string()>& where) {
+  py::array a;
+  if (s.obs_uint8) {
+    a = py::array::ensure(obj);
+    if (!a) PyErr_Clear();
+    if (!a || !a.dtype().is(py::dtype::of<uint8_t>()))
+      throw Error(fmt::format("{}: observations of type {}, expected a uint8 array (the observation space's dtype)",
+                              where(), a ? std::string(py::str(a.dtype())) : std::string(py::str(py::type::handle_of(obj)))));
+    a = py::array_t<uint8_t, py::array::c_style>::ensure(a);
+  } else {
+    a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(obj);
+    if (!a) {
+      PyErr_Clear();
+      throw Error(fmt::format("{}: observations of type {}, expected a float array", where(),
+                              std::string(py::str(py::type::handle_of(obj)))));
+    }
   }
   const int64_t D = s.obs_size();
-  if (a.ndim() != 2 || a.shape(0) != E || a.shape(1) != D)
+  int64_t per_row = 1;
+  for (py::ssize_t i = 1; i < a.ndim(); ++i) per_row *= a.shape(i);
+  if (a.ndim() < 2 || a.shape(0) != E || per_row != D)
     throw Error(fmt::format("{}: observations of shape {}, expected ({}, {}) from the observation space", where(),
-                            std::string(py::str(obj.attr("shape"))), E, D));
-  const float* src = a.data();
+                            std::string(py::str(obj.attr("shape"))), E, fmt::join(s.obs_shape, ", ")));
+  const size_t row = size_t(s.obs_bytes());
+  const auto* src = static_cast<const uint8_t*>(a.data());
+  auto* dst = static_cast<uint8_t*>(out);
   int bad = -1;
   for (int e = 0; e < E; ++e) {
     if (only && !only[e]) continue;
-    std::memcpy(out + e * stride, src + e * D, size_t(D) * sizeof(float));
-    for (int64_t i = 0; i < D && bad < 0; ++i)
-      if (!std::isfinite(src[e * D + i])) bad = e;
+    std::memcpy(dst + size_t(e) * size_t(stride) * size_t(s.obs_elem_bytes()), src + size_t(e) * row, row);
+    if (s.obs_uint8 || bad >= 0) continue;
+    const float* f = reinterpret_cast<const float*>(src + size_t(e) * row);
+    for (int64_t i = 0; i < D; ++i)
+      if (!std::isfinite(f[i])) {
+        bad = e;
+        break;
+      }
   }
   return bad;
 }
@@ -149,7 +175,7 @@ py::array_t<T, py::array::c_style | py::array::forcecast> vec(const py::handle& 
 }
 }  // namespace
 
-void PyVectorEnv::reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
+void PyVectorEnv::reset(void* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
   const int E = size();
   auto where = [&] { return fmt::format("env '{}' on actor {} at reset", spec_.id, mpirl::where()); };
   try {
@@ -170,7 +196,7 @@ void PyVectorEnv::reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_
 
 void PyVectorEnv::step(const int64_t* discrete, const float* box, const StepOutputs& out) {
   const int E = size();
-  const int64_t D = spec_.obs_size(), A = spec_.action_dim;
+  const int64_t A = spec_.action_dim;
   ++vstep_;
   auto where = [&] {
     return fmt::format("env '{}' on actor {} at vector step {} (env indices 0..{})", spec_.id, mpirl::where(), vstep_,
@@ -198,31 +224,30 @@ void PyVectorEnv::step(const int64_t* discrete, const float* box, const StepOutp
     auto rew = vec<double>(r[1], E, "reward", where);
     auto term = vec<bool>(r[2], E, "terminated", where);
     auto trunc = vec<bool>(r[3], E, "truncated", where);
-    copy_obs(r[0], spec_, E, out.obs, out.obs_stride, nullptr, where);
+    const int bad_obs = copy_obs(r[0], spec_, E, out.obs, out.obs_stride, nullptr, where);
     py::object info = r[4];
     bool any_done = false;
+    const int64_t row_bytes = spec_.obs_bytes();
+    std::vector<uint8_t> fin(static_cast<size_t>(row_bytes));
     for (int e = 0; e < E; ++e) {
-      float* o = out.obs + e * out.obs_stride;
+      const uint8_t* o = static_cast<const uint8_t*>(out.obs) + e * out.obs_stride * spec_.obs_elem_bytes();
       const float reward = float(rew.data()[e]);
       const bool done = term.data()[e] || trunc.data()[e];
       p_->done[size_t(e)] = done;
       any_done |= done;
       // SAME_STEP: `obs` row e is already the reset observation; the episode's last one is in
       // info["final_obs"][e]. DISABLED: row e is the last one; the env is reset below.
-      const float* last = o;
-      std::vector<float> fin;
+      const uint8_t* last = o;
+      bool last_finite = true;
       if (done && p_->same_step) {
         py::object f = helper().attr("final_obs")(info, e);
         if (f.is_none())
           throw Error(fmt::format("{}: env index {} ended its episode but info has no 'final_obs' for it", where(), e));
-        fin.resize(size_t(D));
-        copy_obs(py::module_::import("numpy").attr("reshape")(f, py::make_tuple(1, D)), spec_, 1, fin.data(), D,
-                 nullptr, where);
+        last_finite = copy_obs(py::module_::import("numpy").attr("expand_dims")(f, 0), spec_, 1, fin.data(), 0,
+                               nullptr, where) < 0;
         last = fin.data();
       }
-      bool finite = std::isfinite(reward);
-      for (int64_t i = 0; i < D && finite; ++i) finite = std::isfinite(o[i]) && std::isfinite(last[i]);
-      if (!finite)
+      if (!std::isfinite(reward) || bad_obs == e || !last_finite)
         throw Error(fmt::format("{}: env index {} returned a non-finite {} at episode step {}", where(), e,
                                 std::isfinite(reward) ? "observation" : "reward", episode_step(e) + 1));
       const int64_t s = e * out.scalar_stride;

@@ -5,8 +5,14 @@
 //                               autoreset_mode = SAME_STEP
 //   "py:<module>:<factory>"     factory(num_envs=E, seed=S, **kwargs) returning a Gymnasium vector
 //                               env whose autoreset mode is SAME_STEP or DISABLED
-// Spaces: observations a flat float32/float64 Box (copied as float32), actions Discrete(n) or a
-// flat float Box. Anything else is a ConfigError naming the env and the space.
+//   "ale:<game>"                ale-py's AtariVectorEnv (C++ threads, one Python call per step):
+//                               84x84 grey, frame-skip 4, stack 4, sticky actions p = 0.25
+//   "envpool:<task>"            envpool.make(task, "gymnasium") in sync mode; ended envs are reset
+//                               at once through reset(env_id) so no step is an auto-reset step
+//   "minatar:<game>"            MinAtar (uint8 [C, 10, 10] images of 0/255, minimal action set)
+// Spaces: observations a float32/float64 Box [D] or [C, H, W] (copied as float32), or a uint8 Box
+// [C, H, W] / [H, W] of images (kept uint8); actions Discrete(n) or a flat float Box. Anything
+// else is a ConfigError naming the env and the space. The Python side is py_helper.inc.
 // This header does not expose pybind11: only envs/ and the tests see the interpreter.
 #include <memory>
 #include <string>
@@ -15,7 +21,7 @@
 
 namespace mpirl::envs {
 
-// True for ids with a Python prefix ("gym:", "py:").
+// True for ids with a Python prefix (gym:, py:, ale:, envpool:, minatar:).
 bool is_python_env(const std::string& id);
 
 class PyVectorEnv final : public VectorEnv {
@@ -25,7 +31,7 @@ class PyVectorEnv final : public VectorEnv {
   PyVectorEnv(const std::string& id, int num_envs, uint64_t seed, const std::string& kwargs_json = "");
   ~PyVectorEnv() override;
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) override;
+  void reset(void* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) override;
   void step(const int64_t* discrete, const float* box, const StepOutputs& out) override;
   // Runs Python code with `venv` (the vector env) and `np` in scope: for tests (set a state).
   void exec(const std::string& code);

@@ -19,9 +19,10 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
            OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
-def command(args, n, sets, out_dir, mpirun_flags=()):
-    """The mpirun command line of a training run writing to OUT_DIR/run."""
+def command(args, n, sets, out_dir, mpirun_flags=(), config=None):
+    """The mpirun command line of a training run writing to OUT_DIR/run (from a config file if given)."""
     cmd = [args.mpirun, "-n", str(n), "--oversubscribe", *mpirun_flags, args.mpirl, "train",
+           *(["--config", config] if config else []),
            "--set", f"run.out_dir={json.dumps(out_dir)}", "--set", "run.name=\"run\""]
     for s in sets:
         cmd += ["--set", s]
@@ -29,10 +30,10 @@ def command(args, n, sets, out_dir, mpirun_flags=()):
     return cmd
 
 
-def run(args, n, sets, timeout):
+def run(args, n, sets, timeout, config=None):
     name = f"t-{uuid.uuid4().hex[:8]}"
     out_dir = os.path.join(args.workdir, name)
-    cmd = command(args, n, sets, out_dir)
+    cmd = command(args, n, sets, out_dir, config=config)
     t0 = time.time()
     p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
     dt = time.time() - t0

@@ -3,6 +3,7 @@
 a short job on each prefix, a Python exception and a NaN reward in an actor end the job quickly
 with a message naming the env, the rank and the step, unsupported spaces are refused at start with
 exit 2, and APPO learns gym:CartPole-v1. The test envs are tests/python/mpirl_test_envs.py."""
+import json
 import os
 import re
 import subprocess
@@ -71,6 +72,37 @@ def case_python_bad_space(args):
 def case_learn_gym_cartpole_appo(args):
     # The built-in APPO learning test (mpi_test.learn), on gym:CartPole-v1.
     mpi_test.learn(args, "appo", ['env.id="gym:CartPole-v1"'], env="gym:CartPole-v1")
+
+
+def random_minatar_return(game, episodes=400):
+    """A uniform random policy over the minimal action set, with the sticky actions mpirl uses."""
+    import numpy as np
+    from minatar import Environment
+    env, rng, total = Environment(game, sticky_action_prob=0.1), np.random.default_rng(0), 0.0
+    env.seed(0)
+    actions = env.minimal_action_set()
+    for _ in range(episodes):
+        env.reset()
+        done = False
+        while not done:
+            r, done = env.act(actions[rng.integers(len(actions))])
+            total += r
+    return total / episodes
+
+
+def case_learn_minatar_breakout(args):
+    # Pixels end to end: uint8 images, the IMPALA CNN, APPO, configs/minatar_breakout.toml (7 min).
+    config = os.path.join(os.path.dirname(PYDIR), "..", "configs", "minatar_breakout.toml")
+    rnd = random_minatar_return("breakout")
+    p, dt, d = run(args, 4, [], 600, config=os.path.normpath(config))
+    s = finished_run(p, d, 1)
+    curve = [json.loads(line) for line in open(os.path.join(d, "metrics.jsonl"))]
+    curve = [(m["env_steps"], m["mean_return"]) for m in curve if m.get("mean_return") is not None]
+    print(f"RESULT minatar:breakout appo: mean return {s['final_mean_return']:.2f} over the last 100 episodes after "
+          f"{s['env_steps']} env steps in {s['wall_time_s']:.0f} s ({s['sps']:.0f} SPS); random policy {rnd:.2f}; "
+          f"curve from {curve[0]} to {curve[-1]}")
+    check(s["final_mean_return"] >= max(4 * rnd, rnd + 1.5), f"{s['final_mean_return']:.2f} >= 4x random ({rnd:.2f})")
+    check(s["wall_time_s"] <= 600, f"within 10 minutes ({s['wall_time_s']:.0f} s)")
 
 
 if __name__ == "__main__":

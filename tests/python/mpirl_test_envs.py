@@ -72,3 +72,39 @@ def cartpole(num_envs, seed, **kwargs):
     """The README's example: any Gymnasium vector env with a SAME_STEP autoreset."""
     return gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="sync",
                         vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}, **kwargs)
+
+
+def pixel_image(index, counter, shape=(3, 12, 12)):
+    """The image env `index` returns as its `counter`-th observation: bytes 0-3 of channel 0 hold
+    the counter (uint32, little-endian), byte 4 the env index, the rest every value 0..255 from a
+    generator seeded with (index, counter). Tests recompute it from the dumped bytes."""
+    img = np.random.default_rng([index, counter]).integers(0, 256, size=shape, dtype=np.uint8)
+    flat = img.reshape(-1)
+    flat[:4] = np.frombuffer(np.uint32(counter).tobytes(), np.uint8)
+    flat[4] = index
+    return img
+
+
+def image_counter(img):
+    return int(np.frombuffer(np.ascontiguousarray(img).reshape(-1)[:4].tobytes(), np.uint32)[0])
+
+
+class Pixels(Scripted):
+    """Scripted's episode ends (terminated and truncated alternately) with uint8 [3, 12, 12]
+    images; every observation it returns (reset, step, final) advances its counter by one."""
+
+    def __init__(self, index):
+        super().__init__(index)
+        self.observation_space = spaces.Box(0, 255, (3, 12, 12), np.uint8)
+        self.counter = -1
+
+    def obs(self):
+        self.counter += 1
+        return pixel_image(self.index, self.counter)
+
+
+def pixels(num_envs, seed):
+    venv = gym.vector.SyncVectorEnv([lambda i=i: Pixels(i) for i in range(num_envs)],
+                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    venv.max_episode_steps = 2
+    return venv

@@ -53,6 +53,7 @@ TEST(Encoders, ImpalaCnnMatchesTheHandCount) {
 TEST(Encoders, AutoPicksByRankAndRefusalsNameTheKey) {
   EXPECT_EQ(resolve_encoder("auto", {4, 84, 84}), "nature_cnn");
   EXPECT_EQ(resolve_encoder("auto", {8}), "mlp");
+  EXPECT_EQ(resolve_encoder("auto", {4, 10, 10}), "impala_cnn");  // MinAtar: too small for the Nature CNN
   EXPECT_EQ(resolve_encoder("impala_cnn", {3, 10, 10}), "impala_cnn");
   for (auto [enc, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
            {"nature_cnn", {64}}, {"impala_cnn", {4, 84}}, {"nature_cnn", {1, 10, 10}}}) {
@@ -93,4 +94,18 @@ TEST(Encoders, PolicyUnrollsImagesAndGradientsReachTheFirstConv) {
     auto u = p->unroll(obs.unsqueeze(0), torch::ones({1, B}), p->initial_state(B));
     EXPECT_TRUE(torch::allclose(a.value, u.value[0], 1e-5, 1e-6));
   }
+}
+
+// uint8 pixels go into the policy as they are; it must see exactly the float image / 255.
+TEST(Encoders, Uint8PixelsEqualFloatsOver255) {
+  ModelOptions o;
+  o.encoder = "impala_cnn";
+  Policy p(image_spec({2, 12, 12}, 3), o);
+  auto px = torch::randint(0, 256, {5, 2, 12, 12}, torch::kUInt8);
+  auto from_u8 = p->forward(px);
+  auto from_f = p->forward(px.to(torch::kFloat32) / 255.0);
+  EXPECT_TRUE(torch::allclose(from_u8.dist, from_f.dist, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(from_u8.value, from_f.value, 1e-6, 1e-6));
+  // and a wrong scale would show: the raw values give different outputs
+  EXPECT_FALSE(torch::allclose(from_u8.dist, p->forward(px.to(torch::kFloat32)).dist, 1e-3, 1e-3));
 }
