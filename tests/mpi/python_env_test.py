@@ -27,6 +27,16 @@ def case_python_short_jobs(args):
     # truncations every few steps exercise the actor's bootstrap slots
     p, dt, d = run(args, 4, [SCRIPTED, "run.total_env_steps=20000"], 180)
     finished_run(p, d, 20000)
+    # the library fast paths, pixels through the CNN encoders included
+    for env_id, steps, extra in (("envpool:CartPole-v1", 20000, []), ("minatar:breakout", 10000, []),
+                                 ("ale:breakout", 1024, ["env.num_envs=2", "actor.rollout_len=16", "learner.batch_size=4"])):
+        p, dt, d = run(args, 4, [f'env.id="{env_id}"', f"run.total_env_steps={steps}", *extra], 240)
+        finished_run(p, d, steps)
+        if env_id.startswith("minatar"):  # mpirl eval plays a Python env's saved policy too
+            e = subprocess.run([args.mpirl, "eval", d, "--episodes", "5"], capture_output=True, text=True, timeout=120,
+                               env=mpi_test.ENV)
+            print(e.stdout, e.stderr)
+            check(e.returncode == 0 and "5 episodes of minatar:breakout" in e.stdout, "mpirl eval plays minatar:breakout")
 
 
 def fails_fast(args, kwargs, reason):
