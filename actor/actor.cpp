@@ -49,7 +49,7 @@ class Actor {
   }
 
   void run() {
-    torch::NoGradGuard no_grad;
+    c10::InferenceMode inference;  // no autograd bookkeeping (version counters, views) per step
     post_ctl();
     params_.post();
     Backoff b;

@@ -45,6 +45,7 @@ struct Config {
     double value_coef = 0, entropy_coef = 0, appo_clip = 0;
     int appo_epochs = 1, appo_minibatches = 1;
     int64_t max_policy_lag = 0;
+    double collective_timeout_s = 300;
   } learner;
   struct Model {
     std::string encoder = "auto";

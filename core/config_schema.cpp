@@ -72,6 +72,7 @@ const Schema& schema() {
     m["learner.rmsprop_momentum"] = float_field(0, 0.999999, [](Config& c, double v) { c.learner.rmsprop_momentum = v; });
     m["learner.eps"] = float_field(1e-12, 1, [](Config& c, double v) { c.learner.eps = v; });
     m["learner.max_grad_norm"] = float_field(0, inf, [](Config& c, double v) { c.learner.max_grad_norm = v; });
+    m["learner.collective_timeout_s"] = float_field(1, inf, [](Config& c, double v) { c.learner.collective_timeout_s = v; });
     m["learner.gamma"] = float_field(0, 1, [](Config& c, double v) { c.learner.gamma = v; });
     m["learner.rho_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.rho_bar = v; });
     m["learner.c_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.c_bar = v; });

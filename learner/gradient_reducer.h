@@ -1,6 +1,7 @@
 #pragma once
-// Gradient averaging across learners behind one small interface. Today: MPI_Allreduce over host
-// memory (learners on CPU, or sharing a GPU); the GPU-learner work adds NCCL behind the same call.
+// Gradient averaging across learners behind one small interface: NCCL between learners that each
+// own a GPU (learner/nccl_reducer.h), MPI_Allreduce over host memory otherwise (learners on CPU,
+// learners sharing a GPU, or a build without NCCL). The choice is collective and logged.
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,25 @@ class MpiReducer final : public GradientReducer {
   torch::Tensor host_;  // reused flat buffer
 };
 
-std::unique_ptr<GradientReducer> make_gradient_reducer(MPI_Comm learners, int size);
+// What a learner brings to the choice of reducer.
+struct ReducerRequest {
+  torch::Device device = torch::kCPU;
+  bool shared_gpu = false;     // another learner on this node trains on the same GPU
+  double timeout_s = 300;      // learner.collective_timeout_s
+  int rank = 0;                // world rank, for messages
+  std::string host;
+};
+
+enum class ReducerKind { None, Mpi, Nccl };
+struct ReducerChoice {
+  ReducerKind kind;
+  std::string why;  // logged by learner 0
+};
+// The choice from every learner's situation (any_cpu / any_shared: over all learners).
+ReducerChoice choose_reducer(int learners, bool any_cpu, bool any_shared, bool nccl_built);
+
+// Collective over `learners`: every learner gets the same kind of reducer.
+std::unique_ptr<GradientReducer> make_gradient_reducer(MPI_Comm learners, int size, const ReducerRequest& req,
+                                                       std::string* why = nullptr);
 
 }  // namespace mpirl::learner

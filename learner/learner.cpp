@@ -22,13 +22,19 @@
 namespace mpirl::learner {
 namespace {
 
-torch::Device pick_device(const Config& cfg, const Comms& comms) {
+// The learner's device, and what the choice of gradient reducer needs to know about it.
+ReducerRequest pick_device(const Config& cfg, const Comms& comms) {
   const int visible = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
   auto p = pick_gpu(cfg.learner.device, comms.node_learner_index, comms.node_learners, visible, comms.rank,
                     comms.host(comms.rank));
   if (!p.note.empty()) spdlog::warn("{}", p.note);
-  if (p.device < 0) return torch::kCPU;
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(p.device));
+  ReducerRequest r;
+  if (p.device >= 0) r.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(p.device));
+  r.shared_gpu = p.shared;
+  r.timeout_s = cfg.learner.collective_timeout_s;
+  r.rank = comms.rank;
+  r.host = comms.host(comms.rank);
+  return r;
 }
 
 // Learner 0's side of the parameter channel (the schedule is learner/publish_schedule.h).
@@ -95,11 +101,13 @@ LearnerCounts sum_counts(const Comms& comms, const LearnerCounts& c) {
 int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   torch::set_num_threads(cfg.learner.threads);
   const bool lead = comms.rank == 0;
-  const torch::Device device = pick_device(cfg, comms);
+  const ReducerRequest where = pick_device(cfg, comms);
+  const torch::Device device = where.device;
   const envs::EnvSpec spec = envs::env_spec(cfg);
   const SeqLayout layout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec));
   torch::manual_seed(cfg.run.seed);
-  auto reducer = make_gradient_reducer(comms.learners, comms.layout.learners);
+  std::string reducer_why;
+  auto reducer = make_gradient_reducer(comms.learners, comms.layout.learners, where, &reducer_why);
   Trainer trainer(cfg, spec, device, *reducer);
   models::Policy& policy = trainer.policy();
   MPIRL_CHECK(policy->state_size() == layout.state_size(), "core state size {} != layout's {}", policy->state_size(),
@@ -113,7 +121,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     models::read_flat(policy, flat.data());
   }
   if (lead)
-    spdlog::info("learners on {}, gradients averaged by {}", device.str(), reducer->name());
+    spdlog::info("learners on {}, gradients averaged by {} ({})", device.str(), reducer->name(), reducer_why);
 
   BatchSource source(cfg, comms, layout, spec, device);
   RunController run(cfg, comms, lead ? start.run_dir : "");

@@ -140,9 +140,16 @@ int copy_obs(const py::handle& obj, const EnvSpec& s, int E, void* out, int64_t 
     }
   }
   const int64_t D = s.obs_size();
+  // Rows of the spec's shape; [H, W] images (spec [1, H, W]) and float arrays of rank 2 (spec
+  // flattened) have the same elements in the same order.
   int64_t per_row = 1;
-  for (py::ssize_t i = 1; i < a.ndim(); ++i) per_row *= a.shape(i);
-  if (a.ndim() < 2 || a.shape(0) != E || per_row != D)
+  bool same_dims = size_t(a.ndim()) == s.obs_shape.size() + 1;
+  for (py::ssize_t i = 1; i < a.ndim(); ++i) {
+    per_row *= a.shape(i);
+    if (same_dims && a.shape(i) != s.obs_shape[size_t(i - 1)]) same_dims = false;
+  }
+  const bool reshaped = size_t(a.ndim()) != s.obs_shape.size() + 1 && per_row == D;
+  if (a.ndim() < 2 || a.shape(0) != E || !(same_dims || reshaped))
     throw Error(fmt::format("{}: observations of shape {}, expected ({}, {}) from the observation space", where(),
                             std::string(py::str(obj.attr("shape"))), E, fmt::join(s.obs_shape, ", ")));
   const size_t row = size_t(s.obs_bytes());

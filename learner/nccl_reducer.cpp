@@ -1,0 +1,161 @@
+#include "learner/nccl_reducer.h"
+
+#include "core/error.h"
+
+#if MPIRL_WITH_NCCL
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <thread>
+#endif
+
+namespace mpirl::learner {
+
+#if MPIRL_WITH_NCCL
+namespace {
+
+class NcclReducer final : public GradientReducer {
+ public:
+  NcclReducer(MPI_Comm learners, int size, const ReducerRequest& req) : req_(req) {
+    int rank = 0;
+    MPIRL_MPI(MPI_Comm_rank(learners, &rank));
+    ncclUniqueId id{};
+    if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    MPIRL_MPI(MPI_Bcast(&id, int(sizeof id), MPI_BYTE, 0, learners));
+    c10::cuda::CUDAGuard guard(req_.device.index());
+    // Non-blocking: a peer that never joins ends in a timeout naming this rank, not a hang.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&comm_, size, id, rank, &config);
+    if (r != ncclSuccess && r != ncclInProgress) fail("ncclCommInitRankConfig", r);
+    wait_ready("ncclCommInitRankConfig");
+    if (cudaEventCreateWithFlags(&done_, cudaEventDisableTiming) != cudaSuccess) fail_cuda("cudaEventCreate");
+  }
+
+  ~NcclReducer() override {
+    if (done_) cudaEventDestroy(done_);
+    if (comm_) ncclCommDestroy(comm_);
+  }
+
+  std::string name() const override { return "NCCL all-reduce (one GPU per learner)"; }
+
+  void average(const std::vector<torch::Tensor>& params) override {
+    torch::NoGradGuard no_grad;
+    c10::cuda::CUDAGuard guard(req_.device.index());
+    wait_previous();
+    int64_t n = 0;
+    for (auto& p : params) n += p.numel();
+    if (!flat_.defined() || flat_.numel() != n)
+      flat_ = torch::empty({n}, torch::TensorOptions().device(req_.device).dtype(torch::kFloat32));
+    int64_t off = 0;
+    for (auto& p : params) {  // pack (a missing gradient counts as zeros)
+      auto v = flat_.narrow(0, off, p.numel());
+      if (p.grad().defined()) v.copy_(p.grad().reshape(-1));
+      else v.zero_();
+      off += p.numel();
+    }
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(req_.device.index()).stream();
+    ncclResult_t r = ncclAllReduce(flat_.data_ptr<float>(), flat_.data_ptr<float>(), size_t(n), ncclFloat32, ncclAvg,
+                                   comm_, stream);
+    if (r == ncclInProgress) wait_ready("ncclAllReduce");
+    else if (r != ncclSuccess) fail("ncclAllReduce", r);
+    if (cudaEventRecord(done_, stream) != cudaSuccess) fail_cuda("cudaEventRecord");
+    pending_ = true;
+    started_ = std::chrono::steady_clock::now();
+    off = 0;
+    for (auto& p : params) {  // unpack, ordered after the all-reduce on the same stream
+      auto v = flat_.narrow(0, off, p.numel()).view_as(p);
+      if (p.grad().defined()) p.grad().copy_(v);
+      else const_cast<torch::Tensor&>(p).mutable_grad() = v.clone();
+      off += p.numel();
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const char* what, ncclResult_t r) {
+    std::string detail = comm_ ? ncclGetLastError(comm_) : "";
+    abort_comm();
+    throw Error(fmt::format("learner rank {} @ {}: {} failed: {}{}{}", req_.rank, req_.host, what,
+                            ncclGetErrorString(r), detail.empty() ? "" : ": ", detail));
+  }
+  [[noreturn]] void fail_cuda(const char* what) {
+    const cudaError_t e = cudaGetLastError();
+    throw Error(fmt::format("learner rank {} @ {}: {} failed: {}", req_.rank, req_.host, what, cudaGetErrorString(e)));
+  }
+  void abort_comm() {
+    if (comm_) ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }
+  void check(ncclResult_t r, const char* what) {
+    if (r != ncclSuccess) fail(what, r);
+  }
+  // Polls the communicator's async error (sleeping, not spinning) until the call is done.
+  void wait_ready(const char* what) {
+    started_ = std::chrono::steady_clock::now();
+    for (;;) {
+      ncclResult_t st = ncclSuccess;
+      check(ncclCommGetAsyncError(comm_, &st), "ncclCommGetAsyncError");
+      if (st == ncclSuccess) return;
+      if (st != ncclInProgress) fail(what, st);
+      timeout_check(what);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  // The previous all-reduce must have completed before its bucket is reused; normally it has.
+  void wait_previous() {
+    while (pending_) {
+      const cudaError_t q = cudaEventQuery(done_);
+      if (q == cudaSuccess) {
+        pending_ = false;
+        return;
+      }
+      if (q != cudaErrorNotReady) fail_cuda("cudaEventQuery");
+      ncclResult_t st = ncclSuccess;
+      check(ncclCommGetAsyncError(comm_, &st), "ncclCommGetAsyncError");
+      if (st != ncclSuccess && st != ncclInProgress) fail("ncclAllReduce (async)", st);
+      timeout_check("ncclAllReduce");
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  void timeout_check(const char* what) {
+    if (elapsed() <= req_.timeout_s) return;
+    abort_comm();
+    throw Error(fmt::format("learner rank {} @ {}: {} did not complete within learner.collective_timeout_s = {} s "
+                            "(a peer learner is gone or stuck); the NCCL communicator was aborted",
+                            req_.rank, req_.host, what, req_.timeout_s));
+  }
+
+  ReducerRequest req_;
+  ncclComm_t comm_ = nullptr;
+  cudaEvent_t done_ = nullptr;
+  bool pending_ = false;
+  std::chrono::steady_clock::time_point started_;
+  torch::Tensor flat_;  // the device bucket, reused
+};
+
+}  // namespace
+
+bool nccl_available() { return true; }
+
+std::unique_ptr<GradientReducer> make_nccl_reducer(MPI_Comm learners, int size, const ReducerRequest& req) {
+  MPIRL_CHECK(req.device.is_cuda(), "the NCCL reducer needs a CUDA device, not {}", req.device.str());
+  return std::make_unique<NcclReducer>(learners, size, req);
+}
+
+#else
+
+bool nccl_available() { return false; }
+
+std::unique_ptr<GradientReducer> make_nccl_reducer(MPI_Comm, int, const ReducerRequest& req) {
+  throw Error(fmt::format("learner rank {} @ {}: this mpirl was built without NCCL", req.rank, req.host));
+}
+
+#endif
+
+}  // namespace mpirl::learner
