@@ -36,6 +36,7 @@ class NcclReducer final : public GradientReducer {
   }
 
   ~NcclReducer() override {
+    if (pending_ && comm_) cudaEventSynchronize(done_);  // never destroy a communicator mid-operation
     if (done_) cudaEventDestroy(done_);
     if (comm_) ncclCommDestroy(comm_);
   }
@@ -83,6 +84,7 @@ class NcclReducer final : public GradientReducer {
   }
   [[noreturn]] void fail_cuda(const char* what) {
     const cudaError_t e = cudaGetLastError();
+    abort_comm();
     throw Error(fmt::format("learner rank {} @ {}: {} failed: {}", req_.rank, req_.host, what, cudaGetErrorString(e)));
   }
   void abort_comm() {

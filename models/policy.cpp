@@ -74,7 +74,8 @@ torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
     lead.push_back(h.size(-1));
     return h.reshape(lead);
   }
-  torch::Tensor h = obs;
+  // the MLP takes images flattened: [..., C, H, W] -> [..., C*H*W]
+  torch::Tensor h = obs_rank_ > 1 ? obs.flatten(obs.dim() - obs_rank_) : obs;
   for (auto& l : torso_) h = relu_ ? torch::relu(l(h)) : torch::tanh(l(h));
   return h;
 }

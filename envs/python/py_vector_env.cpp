@@ -127,7 +127,7 @@ int copy_obs(const py::handle& obj, const EnvSpec& s, int E, void* out, int64_t 
   if (s.obs_uint8) {
     a = py::array::ensure(obj);
     if (!a) PyErr_Clear();
-    if (!a || !a.dtype().is(py::dtype::of<uint8_t>()))
+    if (!a || a.dtype().kind() != 'u' || a.dtype().itemsize() != 1)
       throw Error(fmt::format("{}: observations of type {}, expected a uint8 array (the observation space's dtype)",
                               where(), a ? std::string(py::str(a.dtype())) : std::string(py::str(py::type::handle_of(obj)))));
     a = py::array_t<uint8_t, py::array::c_style>::ensure(a);

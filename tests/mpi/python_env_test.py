@@ -77,6 +77,7 @@ def case_python_bad_space(args):
     bad(args, [SCRIPTED, """env.kwargs='{"obs_space": "dict"}'"""], "unsupported observation space Dict")
     bad(args, [SCRIPTED, """env.kwargs='{"autoreset_mode": "NextStep"}'"""], "autoreset mode NextStep")
     bad(args, ['env.id="py:no_such_module:make"'], "No module named 'no_such_module'")
+    bad(args, ['env.id="py:mpirl_test_envs:pixels"', """env.kwargs='{"shape": [12, 12, 3]}'"""], "looks channels-last")
 
 
 def case_learn_gym_cartpole_appo(args):

@@ -74,14 +74,16 @@ def cartpole(num_envs, seed, **kwargs):
                         vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}, **kwargs)
 
 
-def pixel_image(index, counter, shape=(3, 12, 12)):
-    """The image env `index` returns as its `counter`-th observation: bytes 0-3 of channel 0 hold
-    the counter (uint32, little-endian), byte 4 the env index, the rest every value 0..255 from a
-    generator seeded with (index, counter). Tests recompute it from the dumped bytes."""
-    img = np.random.default_rng([index, counter]).integers(0, 256, size=shape, dtype=np.uint8)
+def pixel_image(index, counter, salt=0, shape=(3, 12, 12)):
+    """The image env `index` returns as its `counter`-th observation: bytes 0-3 hold the counter
+    (uint32, little-endian), byte 4 the env index, byte 5 a per-process salt (from the seed, so
+    actors differ), the rest every value 0..255 from a generator seeded with (index, counter,
+    salt). Tests recompute it from the dumped bytes."""
+    img = np.random.default_rng([index, counter, salt]).integers(0, 256, size=shape, dtype=np.uint8)
     flat = img.reshape(-1)
     flat[:4] = np.frombuffer(np.uint32(counter).tobytes(), np.uint8)
     flat[4] = index
+    flat[5] = salt
     return img
 
 
@@ -93,18 +95,20 @@ class Pixels(Scripted):
     """Scripted's episode ends (terminated and truncated alternately) with uint8 [3, 12, 12]
     images; every observation it returns (reset, step, final) advances its counter by one."""
 
-    def __init__(self, index):
+    def __init__(self, index, salt, shape):
         super().__init__(index)
-        self.observation_space = spaces.Box(0, 255, (3, 12, 12), np.uint8)
-        self.counter = -1
+        self.observation_space = spaces.Box(0, 255, shape, np.uint8)
+        self.counter, self.salt, self.shape = -1, salt, shape
 
     def obs(self):
         self.counter += 1
-        return pixel_image(self.index, self.counter)
+        return pixel_image(self.index, self.counter, self.salt, self.shape)
 
 
-def pixels(num_envs, seed):
-    venv = gym.vector.SyncVectorEnv([lambda i=i: Pixels(i) for i in range(num_envs)],
+def pixels(num_envs, seed, shape=(3, 12, 12)):
+    """shape: e.g. [12, 12, 3] for a channels-last space (refused at start)."""
+    salt, shape = int(seed) % 251, tuple(shape)
+    venv = gym.vector.SyncVectorEnv([lambda i=i: Pixels(i, salt, shape) for i in range(num_envs)],
                                     autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
     venv.max_episode_steps = 2
     return venv

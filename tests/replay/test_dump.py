@@ -253,14 +253,19 @@ def case_pixels_round_trip(args):
         obs, init = items["obs"][...], items["is_init"][...]
         trunc, term = items["truncated"][...], items["terminated"][...]
         bobs, bstep, env = items["boot_obs"][...], items["boot_step"][...], items["env_index"][...]
+        items_actor = items["actor"][...]
         crc = 0
         for name in a_fields(f):
             crc = zlib.crc32(np.ascontiguousarray(items[name][...]).tobytes(), crc)
         check(crc == int(f.attrs["checksum_crc32"]), "the checksum over the stored bytes matches")
-    bad_images, bad_steps, boots = 0, 0, 0
+    actor = items_actor
+    salts = {}  # actor rank -> the salt its env process put into every image
+    bad_images, bad_steps, boots, mixed = 0, 0, 0, 0
     for i in range(n):
         c = [te.image_counter(obs[i, t]) for t in range(Tp + 1)]
-        bad_images += sum(not np.array_equal(obs[i, t], te.pixel_image(int(env[i]), c[t])) for t in range(Tp + 1))
+        salt = int(salts.setdefault(int(actor[i]), obs[i, 0].reshape(-1)[5]))
+        mixed += sum(int(obs[i, t].reshape(-1)[5]) != salt for t in range(Tp + 1))
+        bad_images += sum(not np.array_equal(obs[i, t], te.pixel_image(int(env[i]), c[t], salt)) for t in range(Tp + 1))
         # SAME_STEP: an ended episode's last image (counter + 1) went to info["final_obs"], the reset
         # image (counter + 2) starts the next episode with is_init.
         bad_steps += sum(c[t + 1] - c[t] != (2 if init[i, t + 1] else 1) or bool(init[i, t + 1]) != bool(trunc[i, t] or term[i, t])
@@ -268,11 +273,13 @@ def case_pixels_round_trip(args):
         for k in np.nonzero(bstep[i] >= 0)[0]:
             t = int(bstep[i, k])
             boots += 1
-            fin = te.pixel_image(int(env[i]), c[t + 1] - 1)
+            fin = te.pixel_image(int(env[i]), c[t + 1] - 1, salt)
             bad_images += not (trunc[i, t] and np.array_equal(bobs[i, k], fin))
     check(bad_images == 0, f"every image equals the env's, byte for byte ({bad_images} differ)")
     check(bad_steps == 0, f"counters advance by 1, by 2 exactly across an episode end ({bad_steps} steps wrong)")
     check(boots > 0, f"{boots} truncation boot observations checked")
+    check(mixed == 0 and len(salts) == 2 and len(set(salts.values())) == 2,
+          f"each actor's images carry its own salt ({salts}), never another actor's ({mixed} mixed)")
 
 
 if __name__ == "__main__":

@@ -96,6 +96,20 @@ TEST(Encoders, PolicyUnrollsImagesAndGradientsReachTheFirstConv) {
   }
 }
 
+// The MLP encoder on images flattens them (step mode [B, C, H, W] and sequence mode [T, B, C, H, W]).
+TEST(Encoders, MlpTakesImagesFlattened) {
+  ModelOptions o;
+  o.encoder = "mlp";
+  Policy p(image_spec({4, 10, 10}, 3), o);
+  auto px = torch::randint(0, 256, {6, 4, 10, 10}, torch::kUInt8);
+  auto out = p->forward(px);
+  EXPECT_EQ(out.dist.sizes(), (std::vector<int64_t>{6, 3}));
+  auto flat = p->forward(px.reshape({6, 400}));  // the same numbers, flattened by hand
+  EXPECT_TRUE(torch::allclose(out.dist, flat.dist));
+  EXPECT_EQ(p->forward(torch::randint(0, 256, {5, 6, 4, 10, 10}, torch::kUInt8)).value.sizes(),
+            (std::vector<int64_t>{5, 6}));
+}
+
 // uint8 pixels go into the policy as they are; it must see exactly the float image / 255.
 TEST(Encoders, Uint8PixelsEqualFloatsOver255) {
   ModelOptions o;
