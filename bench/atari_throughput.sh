@@ -18,15 +18,17 @@ for i in $(seq 1 "$actors"); do
 done
 wait
 ale=$(python3 -c "import json,glob; print(sum(json.load(open(f))['sps'] for f in glob.glob('$tmp/ale*.json')))")
-rm -rf "$tmp"
 echo "(A) ale-py's vector env alone, $actors processes x $envs envs, random actions: $(printf '%.0f' "$ale") SPS"
 # 32-step rollouts, the Nature CNN (model.encoder = "auto" on 84x84 frames).
 "$root/bench/e2e_throughput.sh" "$actors" "$secs" --set "env.id=\"ale:$game\"" --set env.num_envs=$envs \
-  --set actor.rollout_len=32 --set learner.batch_size=32 "$@" | tee /dev/stderr |
-  python3 -c "
+  --set actor.rollout_len=32 --set learner.batch_size=32 "$@" > "$tmp/e2e.txt"
+cat "$tmp/e2e.txt"
+python3 - "$tmp/e2e.txt" "$ale" <<'PY'
 import re, sys
-for line in sys.stdin:
-    m = re.match(r'\(b\) end to end.*?:\s+(\d+) SPS', line)
+ale = float(sys.argv[2])
+for line in open(sys.argv[1]):
+    m = re.match(r"\(b\) end to end.*?:\s+(\d+) SPS", line)
     if m:
-        print(f'ratio (b)/(A), mpirl with learning over ale-py alone: {100 * float(m.group(1)) / $ale:.1f}%')
-"
+        print(f"ratio (b)/(A), mpirl with learning over ale-py alone: {100 * float(m.group(1)) / ale:.1f}%")
+PY
+rm -rf "$tmp"
