@@ -11,10 +11,14 @@
 #include <functional>
 
 #include "core/error.h"
+#include "envs/python/py_arrays.h"
 
 namespace py = pybind11;
 
 namespace mpirl::envs {
+using detail::copy_obs;
+using detail::vec;
+
 namespace {
 
 const char kHelper[] =
@@ -74,7 +78,8 @@ py::object make_venv(const std::string& id, int num_envs, uint64_t seed, const s
     return venv;
   } catch (const py::error_already_set& e) {
     std::string hint = e.matches(PyExc_ImportError) ? " (is it installed in the Python mpirl embeds? scripts/setup.sh)" : "";
-    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": {}{}", id, py_message(e), hint));  } catch (const py::builtin_exception& e) {  // e.g. a cast of what describe() found
+    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": {}{}", id, py_message(e), hint));
+  } catch (const py::builtin_exception& e) {  // e.g. a cast of what describe() found
     throw ConfigError(fmt::format("config key 'env.id' = \"{}\": {}", id, e.what()));
   }
 }
@@ -97,10 +102,10 @@ void python_exec(const std::string& code) {
 }
 
 struct __attribute__((visibility("hidden"))) PyVectorEnv::Impl {  // pybind11 types are hidden
-  py::object venv, step_fn, reset_fn;
+  py::object venv, step_fn, reset_fn, expand_dims;
   bool same_step = true;
   uint64_t seed = 0;
-  std::vector<uint8_t> done;  // per env, this step
+  std::vector<uint8_t> done, final_row;  // per env, this step; one final observation (SAME_STEP)
 };
 
 PyVectorEnv::PyVectorEnv(const std::string& id, int num_envs, uint64_t seed, const std::string& kwargs_json)
@@ -111,76 +116,13 @@ PyVectorEnv::PyVectorEnv(const std::string& id, int num_envs, uint64_t seed, con
   p_->reset_fn = p_->venv.attr("reset");
   p_->seed = seed;
   p_->done.assign(size_t(num_envs), 0);
+  p_->final_row.resize(size_t(spec_.obs_bytes()));
+  p_->expand_dims = py::module_::import("numpy").attr("expand_dims");
   init_bookkeeping(num_envs, spec_);
 }
 
 PyVectorEnv::~PyVectorEnv() = default;
 
-namespace {
-// Copies an observation array of shape [E, obs...] (uint8 for uint8 specs; float32, or converted
-// from another float dtype, for float specs) into rows of `out` (stride in elements); `only` (if
-// set) selects the rows to copy. The buffer protocol gives one memcpy per row. Returns the first
-// copied row that is not finite (float specs), or -1.
-int copy_obs(const py::handle& obj, const EnvSpec& s, int E, void* out, int64_t stride, const uint8_t* only,
-             const std::function<std::string()>& where) {
-  py::array a;
-  if (s.obs_uint8) {
-    a = py::array::ensure(obj);
-    if (!a) PyErr_Clear();
-    if (!a || a.dtype().kind() != 'u' || a.dtype().itemsize() != 1)
-      throw Error(fmt::format("{}: observations of type {}, expected a uint8 array (the observation space's dtype)",
-                              where(), a ? std::string(py::str(a.dtype())) : std::string(py::str(py::type::handle_of(obj)))));
-    a = py::array_t<uint8_t, py::array::c_style>::ensure(a);
-  } else {
-    a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(obj);
-    if (!a) {
-      PyErr_Clear();
-      throw Error(fmt::format("{}: observations of type {}, expected a float array", where(),
-                              std::string(py::str(py::type::handle_of(obj)))));
-    }
-  }
-  const int64_t D = s.obs_size();
-  // Rows of the spec's shape; [H, W] images (spec [1, H, W]) and float arrays of rank 2 (spec
-  // flattened) have the same elements in the same order.
-  int64_t per_row = 1;
-  bool same_dims = size_t(a.ndim()) == s.obs_shape.size() + 1;
-  for (py::ssize_t i = 1; i < a.ndim(); ++i) {
-    per_row *= a.shape(i);
-    if (same_dims && a.shape(i) != s.obs_shape[size_t(i - 1)]) same_dims = false;
-  }
-  const bool reshaped = size_t(a.ndim()) != s.obs_shape.size() + 1 && per_row == D;
-  if (a.ndim() < 2 || a.shape(0) != E || !(same_dims || reshaped))
-    throw Error(fmt::format("{}: observations of shape {}, expected ({}, {}) from the observation space", where(),
-                            std::string(py::str(obj.attr("shape"))), E, fmt::join(s.obs_shape, ", ")));
-  const size_t row = size_t(s.obs_bytes());
-  const auto* src = static_cast<const uint8_t*>(a.data());
-  auto* dst = static_cast<uint8_t*>(out);
-  int bad = -1;
-  for (int e = 0; e < E; ++e) {
-    if (only && !only[e]) continue;
-    std::memcpy(dst + size_t(e) * size_t(stride) * size_t(s.obs_elem_bytes()), src + size_t(e) * row, row);
-    if (s.obs_uint8 || bad >= 0) continue;
-    const float* f = reinterpret_cast<const float*>(src + size_t(e) * row);
-    for (int64_t i = 0; i < D; ++i)
-      if (!std::isfinite(f[i])) {
-        bad = e;
-        break;
-      }
-  }
-  return bad;
-}
-
-template <class T>
-py::array_t<T, py::array::c_style | py::array::forcecast> vec(const py::handle& obj, int E, const char* what,
-                                                               const std::function<std::string()>& where) {
-  auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(obj);
-  if (!a) PyErr_Clear();
-  if (!a || a.ndim() != 1 || a.shape(0) != E)
-    throw Error(fmt::format("{}: {} is {}, expected an array of shape ({},)", where(), what,
-                            std::string(py::repr(obj)).substr(0, 200), E));
-  return a;
-}
-}  // namespace
 
 void PyVectorEnv::reset(void* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
   const int E = size();
@@ -234,8 +176,6 @@ void PyVectorEnv::step(const int64_t* discrete, const float* box, const StepOutp
     const int bad_obs = copy_obs(r[0], spec_, E, out.obs, out.obs_stride, nullptr, where);
     py::object info = r[4];
     bool any_done = false;
-    const int64_t row_bytes = spec_.obs_bytes();
-    std::vector<uint8_t> fin(static_cast<size_t>(row_bytes));
     for (int e = 0; e < E; ++e) {
       const uint8_t* o = static_cast<const uint8_t*>(out.obs) + e * out.obs_stride * spec_.obs_elem_bytes();
       const float reward = float(rew.data()[e]);
@@ -250,9 +190,8 @@ void PyVectorEnv::step(const int64_t* discrete, const float* box, const StepOutp
         py::object f = helper().attr("final_obs")(info, e);
         if (f.is_none())
           throw Error(fmt::format("{}: env index {} ended its episode but info has no 'final_obs' for it", where(), e));
-        last_finite = copy_obs(py::module_::import("numpy").attr("expand_dims")(f, 0), spec_, 1, fin.data(), 0,
-                               nullptr, where) < 0;
-        last = fin.data();
+        last_finite = copy_obs(p_->expand_dims(f, 0), spec_, 1, p_->final_row.data(), 0, nullptr, where) < 0;
+        last = p_->final_row.data();
       }
       if (!std::isfinite(reward) || bad_obs == e || !last_finite)
         throw Error(fmt::format("{}: env index {} returned a non-finite {} at episode step {}", where(), e,

@@ -96,11 +96,17 @@ TEST(Encoders, PolicyUnrollsImagesAndGradientsReachTheFirstConv) {
   }
 }
 
+namespace {
+Policy image_policy(const char* encoder, std::vector<int64_t> shape) {
+  ModelOptions o;
+  o.encoder = encoder;
+  return Policy(image_spec(std::move(shape), 3), o);
+}
+}  // namespace
+
 // The MLP encoder on images flattens them (step mode [B, C, H, W] and sequence mode [T, B, C, H, W]).
 TEST(Encoders, MlpTakesImagesFlattened) {
-  ModelOptions o;
-  o.encoder = "mlp";
-  Policy p(image_spec({4, 10, 10}, 3), o);
+  Policy p = image_policy("mlp", {4, 10, 10});
   auto px = torch::randint(0, 256, {6, 4, 10, 10}, torch::kUInt8);
   auto out = p->forward(px);
   EXPECT_EQ(out.dist.sizes(), (std::vector<int64_t>{6, 3}));
@@ -112,9 +118,7 @@ TEST(Encoders, MlpTakesImagesFlattened) {
 
 // uint8 pixels go into the policy as they are; it must see exactly the float image / 255.
 TEST(Encoders, Uint8PixelsEqualFloatsOver255) {
-  ModelOptions o;
-  o.encoder = "impala_cnn";
-  Policy p(image_spec({2, 12, 12}, 3), o);
+  Policy p = image_policy("impala_cnn", {2, 12, 12});
   auto px = torch::randint(0, 256, {5, 2, 12, 12}, torch::kUInt8);
   auto from_u8 = p->forward(px);
   auto from_f = p->forward(px.to(torch::kFloat32) / 255.0);
