@@ -223,7 +223,7 @@ const std::vector<std::string>& resume_safe_keys() {
       "run.total_env_steps", "run.max_wall_seconds", "run.stop_mean_return", "run.log_interval_s",
       "run.stall_timeout_s", "run.checkpoint", "run.checkpoint_interval_s", "run.keep_checkpoints",
       "run.resume", "replay.dump", "replay.dump_interval_s", "actor.threads", "learner.threads",
-      "learner.device", "learner.collective_timeout_s"};
+      "learner.device", "learner.collective_timeout_s", "learner.cuda_graph"};
   return k;
 }
 

@@ -28,6 +28,7 @@ const char* kind_name(Kind k) {
     case Kind::Float: return "a number";
     case Kind::String: return "a string";
     case Kind::IntList: return "a list of integers";
+    case Kind::Bool: return "true or false";
   }
   return "?";
 }
@@ -70,6 +71,9 @@ void check_value(const std::string& key, const Field& f, const toml::node& n, co
       }
       break;
     }
+    case Kind::Bool:
+      if (!n.is_boolean()) bad(kind_name(f.kind));
+      break;
     case Kind::IntList: {
       auto* arr = n.as_array();
       if (!arr || arr->empty()) bad("a non-empty list of integers");

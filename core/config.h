@@ -46,6 +46,7 @@ struct Config {
     int appo_epochs = 1, appo_minibatches = 1;
     int64_t max_policy_lag = 0;
     double collective_timeout_s = 300;
+    bool cuda_graph = true;  // CUDA learners: the optimizer step as a captured CUDA graph
   } learner;
   struct Model {
     std::string encoder = "auto";

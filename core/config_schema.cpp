@@ -16,6 +16,10 @@ Field string_field(std::vector<std::string> choices, std::function<void(Config&,
                [f](Config& c, const toml::node& n) { f(c, *n.value<std::string>()); }};
 }
 
+Field bool_field(std::function<void(Config&, bool)> f) {
+  return Field{Kind::Bool, 0, 0, {}, false, [f](Config& c, const toml::node& n) { f(c, *n.value<bool>()); }};
+}
+
 }  // namespace
 
 const Schema& schema() {
@@ -73,6 +77,7 @@ const Schema& schema() {
     m["learner.eps"] = float_field(1e-12, 1, [](Config& c, double v) { c.learner.eps = v; });
     m["learner.max_grad_norm"] = float_field(0, inf, [](Config& c, double v) { c.learner.max_grad_norm = v; });
     m["learner.collective_timeout_s"] = float_field(1, inf, [](Config& c, double v) { c.learner.collective_timeout_s = v; });
+    m["learner.cuda_graph"] = bool_field([](Config& c, bool v) { c.learner.cuda_graph = v; });
     m["learner.gamma"] = float_field(0, 1, [](Config& c, double v) { c.learner.gamma = v; });
     m["learner.rho_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.rho_bar = v; });
     m["learner.c_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.c_bar = v; });

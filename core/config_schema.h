@@ -13,7 +13,7 @@
 
 namespace mpirl::detail {
 
-enum class Kind { Int, Float, String, IntList };
+enum class Kind { Int, Float, String, IntList, Bool };
 
 struct Field {
   Kind kind;

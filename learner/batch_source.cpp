@@ -1,6 +1,7 @@
 #include "learner/batch_source.h"
 
 #include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <algorithm>
@@ -31,6 +32,10 @@ BatchSource::BatchSource(const Config& cfg, const Comms& comms, const SeqLayout&
     if (device_.is_cuda()) s->copied = std::make_unique<c10::Event>(device_.type());
     staging_.push_back(std::move(s));
   }
+  if (device_.is_cuda()) {
+    copy_stream_ = c10::impl::VirtualGuardImpl(device_.type()).getStreamFromGlobalPool(device_);
+    staged_ = std::make_unique<c10::Event>(device_.type());
+  }
 }
 
 BatchSource::~BatchSource() = default;
@@ -48,6 +53,7 @@ void BatchSource::start() {
 }
 
 void BatchSource::progress() {
+  flush_priorities(false);
   sends_.progress();
   int flag = 0;
   MPIRL_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comms_.world, &flag, MPI_STATUS_IGNORE));
@@ -61,6 +67,7 @@ Batch* BatchSource::next(int64_t version, const std::function<bool()>& keep_wait
     int done = 0;
     MPIRL_MPI(MPI_Test(&r.req, &done, &st));
     if (done) break;
+    flush_priorities(false);
     sends_.progress();
     if (!keep_waiting()) return nullptr;
     b.idle();
@@ -147,13 +154,18 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
     ++out.kept;
   }
 
-  // Host staging: [B, T, ...] on the wire -> [T, B, ...] in the staging tensors.
+  // Host staging: [B, T, ...] on the wire -> [T, B, ...] in the staging tensors. On CUDA the
+  // copies to the device go on the copy stream; the compute stream waits for them on the device.
+  const bool cuda = device_.is_cuda();
+  const c10::Stream compute = c10::impl::VirtualGuardImpl(device_.type()).getStream(device_);
+  std::optional<c10::StreamGuard> on_copy_stream;
+  if (cuda) on_copy_stream.emplace(*copy_stream_);
   Staging& s = *staging_[stage_next_];
   stage_next_ = (stage_next_ + 1) % staging_.size();
   if (s.copied && s.copied->was_marked_for_recording()) s.copied->synchronize();
   const auto& fields = layout_.fields();
   if (s.host.empty()) s.host.resize(fields.size());
-  auto pinned = torch::TensorOptions().pinned_memory(device_.is_cuda());
+  auto pinned = torch::TensorOptions().pinned_memory(cuda);
   auto scalar = [](DType d) {
     switch (d) {
       case DType::F32: return torch::kFloat32;
@@ -178,6 +190,8 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
     return h;
   };
   auto dev = [&](const torch::Tensor& h) { return h.to(device_, /*non_blocking=*/true); };
+  // Small host tensors built here: pinned first on CUDA, so their copies do not wait on the host.
+  auto up = [&](const torch::Tensor& h) { return cuda ? h.pin_memory().to(device_, true) : h.to(device_); };
   auto f32 = torch::kFloat32;
   TrainBatch& t = out.train;
   t.obs = dev(host_field(Seq::Obs, true));  // uint8 pixels stay uint8: the policy converts them on the device
@@ -189,9 +203,9 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
   t.behaviour_logp = dev(host_field(Seq::Logp, true));
   t.state0 = layout_.has(Seq::State0) ? dev(host_field(Seq::State0, false)) : torch::Tensor();
   // Importance weights (prioritized replay) and the lag mask (the losses average over kept items).
-  t.weights = prioritized_ ? torch::from_blob(const_cast<float*>(msg.array<float>(nf + 4)), {B}, f32).to(device_, f32, false, true)
+  t.weights = prioritized_ ? up(torch::from_blob(const_cast<float*>(msg.array<float>(nf + 4)), {B}, f32))
                            : torch::Tensor();
-  t.keep = out.too_old > 0 ? torch::from_blob(keep.data(), {B}, f32).to(device_, f32, false, true) : torch::Tensor();
+  t.keep = out.too_old > 0 ? up(torch::from_blob(keep.data(), {B}, f32)) : torch::Tensor();
 
   out.truncations = 0;
   {
@@ -223,17 +237,26 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
       oshape.insert(oshape.end(), fo.shape.begin() + 1, fo.shape.end());
       auto obs = torch::from_blob(const_cast<char*>(payload) + layout_.offset(Seq::BootObs, B), oshape,
                                   scalar(fo.dtype));
-      boot.obs = obs.index_select(0, idx).to(device_);
+      boot.obs = up(obs.index_select(0, idx));
       if (layout_.has(Seq::BootState)) {
         auto st = torch::from_blob(const_cast<char*>(payload) + layout_.offset(Seq::BootState, B),
                                    {B * K, layout_.state_size()}, f32);
-        boot.state = st.index_select(0, idx).to(device_);
+        boot.state = up(st.index_select(0, idx));
       }
-      boot.t = torch::tensor(ts, torch::kInt64).to(device_);
-      boot.b = torch::tensor(bs, torch::kInt64).to(device_);
+      boot.t = up(torch::tensor(ts, torch::kInt64));
+      boot.b = up(torch::tensor(bs, torch::kInt64));
     }
   }
-  if (s.copied) s.copied->record(c10::impl::VirtualGuardImpl(device_.type()).getStream(device_));
+  if (!cuda) return;
+  s.copied->record(*copy_stream_);
+  staged_->record(*copy_stream_);
+  staged_->block(compute);  // the update waits for the copies on the device, not the host
+  // Allocated on the copy stream, used on the compute stream: the caching allocator must not hand
+  // their memory out again before the compute stream is done with them.
+  for (const torch::Tensor* d : {&t.obs, &t.is_init, &t.actions, &t.rewards, &t.terminated, &t.truncated,
+                                 &t.behaviour_logp, &t.state0, &t.weights, &t.keep, &boot.obs, &boot.state, &boot.t,
+                                 &boot.b})
+    if (d->defined()) d->record_stream(compute);
 }
 
 }  // namespace mpirl::learner

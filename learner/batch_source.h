@@ -1,10 +1,18 @@
 #pragma once
 // The batch source: keeps learner.prefetch sample requests in flight with a receive posted for
 // each (so a reply lands while the current update runs), decodes each reply, checks it against
-// the run's layout, and stages it for the device: time-major tensors, copied from pinned host
-// buffers with non-blocking copies when the device is CUDA. It also sends priority updates and,
-// at the end, leaves the replay (LearnerBye -> LearnerByeAck).
+// the run's layout, and stages it for the device: time-major tensors in pinned host buffers,
+// copied to a CUDA device with non-blocking copies on a copy stream of their own, so that they
+// overlap the update still running on the compute stream (which waits for them on the device,
+// never on the host). It also sends priority updates (on CUDA: copied back without a blocking
+// sync, sent once their copy has landed) and, at the end, leaves the replay
+// (LearnerBye -> LearnerByeAck).
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
+
+#include <deque>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <vector>
 
@@ -48,7 +56,8 @@ class BatchSource {
   // keep_waiting(), which returns false to give up: then nullptr. The batch stays valid until the
   // next call.
   Batch* next(int64_t version, const std::function<bool()>& keep_waiting);
-  // New priorities for the items of `b` (prioritized replay only; a no-op otherwise).
+  // New priorities for the items of `b` (prioritized replay only; a no-op otherwise). On CUDA they
+  // are sent once their device-to-host copy has landed (checked by progress() and next()).
   void send_priorities(const Batch& b, const torch::Tensor& priorities);
   // Learner 0: asks the replay for its part of a checkpoint in `dir` (comm/protocol.h). A
   // non-final one is answered by a CheckpointDone, handed to on_checkpoint_done from next() or
@@ -70,7 +79,16 @@ class BatchSource {
     MPI_Request req = MPI_REQUEST_NULL;
   };
   struct Staging;
+  struct PendingPriorities {
+    std::vector<int64_t> slots, generations;
+    torch::Tensor host;  // pinned, filled by a non-blocking copy
+    std::unique_ptr<c10::Event> copied;
+  };
   void post(Recv& r);
+  // Sends the pending priorities whose copy has landed, in order; all of them when `wait`.
+  void flush_priorities(bool wait);
+  void send_priority_arrays(const std::vector<int64_t>& slots, const std::vector<int64_t>& generations,
+                            const float* priorities);
   void request();
   void stage(const wire::Message& msg, int64_t version);
   void send_small(wire::Kind kind);
@@ -92,6 +110,9 @@ class BatchSource {
   size_t head_ = 0;
   std::vector<std::unique_ptr<Staging>> staging_;
   size_t stage_next_ = 0;
+  std::optional<c10::Stream> copy_stream_;  // CUDA: host-to-device copies
+  std::unique_ptr<c10::Event> staged_;       // CUDA: the last batch's copies are done
+  std::deque<PendingPriorities> priorities_;
   Batch batch_;
   SendPool sends_;
   uint64_t seq_ = 0;

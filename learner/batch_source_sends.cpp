@@ -1,4 +1,6 @@
 // BatchSource: what it sends to the replay (requests aside) and how it leaves.
+#include <c10/core/impl/VirtualGuardImpl.h>
+
 #include <cstring>
 
 #include "core/error.h"
@@ -36,6 +38,7 @@ void BatchSource::send_arrays(wire::Kind kind, std::vector<wire::ArrayDesc> arra
 }
 
 void BatchSource::send_checkpoint_request(const std::string& dir, bool final) {
+  flush_priorities(true);  // the checkpoint holds every priority computed before it
   send_arrays(wire::Kind::CheckpointRequest, {{"dir", DType::U8, {int64_t(dir.size())}}, {"final", DType::U8, {1}}},
               [&](char* p, const std::vector<size_t>& o) {
                 std::memcpy(p + o[0], dir.data(), dir.size());
@@ -43,21 +46,49 @@ void BatchSource::send_checkpoint_request(const std::string& dir, bool final) {
               });
 }
 
-void BatchSource::send_priorities(const Batch& b, const torch::Tensor& priorities) {
-  if (!prioritized_) return;
-  auto pc = priorities.to(torch::kCPU, torch::kFloat32).contiguous();
-  const int64_t B = pc.numel();
-  MPIRL_CHECK(B == int64_t(b.slots.size()), "{} priorities for {} sampled items", B, b.slots.size());
+void BatchSource::send_priority_arrays(const std::vector<int64_t>& slots, const std::vector<int64_t>& generations,
+                                       const float* priorities) {
+  const int64_t B = int64_t(slots.size());
   send_arrays(wire::Kind::PriorityUpdate,
               {{"slot", DType::I64, {B}}, {"generation", DType::I64, {B}}, {"priority", DType::F32, {B}}},
               [&](char* p, const std::vector<size_t>& o) {
-                std::memcpy(p + o[0], b.slots.data(), size_t(B) * 8);
-                std::memcpy(p + o[1], b.generations.data(), size_t(B) * 8);
-                std::memcpy(p + o[2], pc.data_ptr<float>(), size_t(B) * 4);
+                std::memcpy(p + o[0], slots.data(), size_t(B) * 8);
+                std::memcpy(p + o[1], generations.data(), size_t(B) * 8);
+                std::memcpy(p + o[2], priorities, size_t(B) * 4);
               });
 }
 
+void BatchSource::send_priorities(const Batch& b, const torch::Tensor& priorities) {
+  if (!prioritized_) return;
+  const int64_t B = priorities.numel();
+  MPIRL_CHECK(B == int64_t(b.slots.size()), "{} priorities for {} sampled items", B, b.slots.size());
+  if (!priorities.is_cuda()) {
+    auto pc = priorities.to(torch::kFloat32).contiguous();
+    send_priority_arrays(b.slots, b.generations, pc.data_ptr<float>());
+    return;
+  }
+  // Copied back on the compute stream behind the update; sent once the copy has landed.
+  PendingPriorities p{b.slots, b.generations,
+                      torch::empty({B}, torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(true)),
+                      std::make_unique<c10::Event>(priorities.device().type())};
+  p.host.copy_(priorities.reshape({B}), /*non_blocking=*/true);
+  p.copied->record(c10::impl::VirtualGuardImpl(priorities.device().type()).getStream(priorities.device()));
+  priorities_.push_back(std::move(p));
+  flush_priorities(false);
+}
+
+void BatchSource::flush_priorities(bool wait) {
+  while (!priorities_.empty()) {
+    auto& p = priorities_.front();
+    if (wait) p.copied->synchronize();
+    else if (!p.copied->query()) return;
+    send_priority_arrays(p.slots, p.generations, p.host.data_ptr<float>());
+    priorities_.pop_front();
+  }
+}
+
 ReplayStatus BatchSource::leave(const DrainedReply& on_drained) {
+  flush_priorities(true);
   send_small(wire::Kind::LearnerBye);
   // Replies still in flight land in the posted receives, in order; the ByeAck is the last
   // message the replay sends us. Then the receives still posted can never match: cancel them.

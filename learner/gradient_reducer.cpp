@@ -17,8 +17,14 @@ void MpiReducer::average(const std::vector<torch::Tensor>& params) {
   host_.copy_(flat);
   MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, host_.data_ptr<float>(), int(host_.numel()), MPI_FLOAT, MPI_SUM, comm_));
   host_.div_(double(size_));
-  // A fresh tensor: the gradients become views of it (never of the reused host buffer).
-  torch::nn::utils::vector_to_parameters(host_.to(flat.device(), host_.scalar_type(), false, /*copy=*/true), grads);
+  // Copied back into the gradients in place: a CUDA graph that reads them (learner/graph_step.h)
+  // keeps pointing at the same memory.
+  auto back = host_.to(flat.device());
+  int64_t off = 0;
+  for (auto& g : grads) {
+    g.copy_(back.narrow(0, off, g.numel()).view_as(g));
+    off += g.numel();
+  }
 }
 
 ReducerChoice choose_reducer(int learners, bool any_cpu, bool any_shared, bool nccl_built) {

@@ -18,6 +18,12 @@ class GradientReducer {
   // counts as zeros). Every learner calls it once per optimizer step, in the same order.
   virtual void average(const std::vector<torch::Tensor>& params) = 0;
   virtual std::string name() const = 0;
+  // True when average() is device work only (no host synchronisation), so that a CUDA graph can
+  // capture it with the rest of the step (learner/graph_step.h); the MPI host path is not.
+  virtual bool capturable() const { return false; }
+  // Called after each replay of a graph that captured average(): the reducer watches that launch
+  // as it watches an eager call (NCCL: completion, async errors, learner.collective_timeout_s).
+  virtual void replayed() {}
 };
 
 // One learner: nothing to average.
@@ -25,9 +31,11 @@ class NoReducer final : public GradientReducer {
  public:
   void average(const std::vector<torch::Tensor>&) override {}
   std::string name() const override { return "none (1 learner)"; }
+  bool capturable() const override { return true; }
 };
 
-// Flattens the gradients into one buffer, MPI_Allreduce(SUM) on the host, divides, copies back.
+// Flattens the gradients into one buffer, MPI_Allreduce(SUM) on the host, divides, copies back
+// into the same gradient tensors.
 class MpiReducer final : public GradientReducer {
  public:
   MpiReducer(MPI_Comm learners, int size) : comm_(learners), size_(size) {}

@@ -121,7 +121,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     models::read_flat(policy, flat.data());
   }
   if (lead)
-    spdlog::info("learners on {}, gradients averaged by {} ({})", device.str(), reducer->name(), reducer_why);
+    spdlog::info("learners on {}, {}; gradients averaged by {} ({})", device.str(), trainer.describe(), reducer->name(),
+                 reducer_why);
 
   BatchSource source(cfg, comms, layout, spec, device);
   RunController run(cfg, comms, lead ? start.run_dir : "");
@@ -199,6 +200,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   if (publisher) publisher->stop();
   nlohmann::json extra = {{"learner_device", device.str()},
                           {"gradient_reducer", reducer->name()},
+                          {"learner_step", trainer.describe()},
                           {"num_params", models::num_params(policy)},
                           {"learner_param_max_abs_diff", param_difference(comms, policy)}};
   if (publisher)

@@ -42,11 +42,24 @@ class NcclReducer final : public GradientReducer {
   }
 
   std::string name() const override { return "NCCL all-reduce (one GPU per learner)"; }
+  bool capturable() const override { return true; }
+
+  // Inside a CUDA graph capture only the device work is recorded; each replay is then watched
+  // through replayed(), as an eager call watches itself.
+  void replayed() override {
+    c10::cuda::CUDAGuard guard(req_.device.index());
+    wait_previous();
+    watch(c10::cuda::getCurrentCUDAStream(req_.device.index()).stream());
+  }
 
   void average(const std::vector<torch::Tensor>& params) override {
     torch::NoGradGuard no_grad;
     c10::cuda::CUDAGuard guard(req_.device.index());
-    wait_previous();
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(req_.device.index()).stream();
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) fail_cuda("cudaStreamIsCapturing");
+    const bool capturing = capture != cudaStreamCaptureStatusNone;
+    if (!capturing) wait_previous();
     int64_t n = 0;
     for (auto& p : params) n += p.numel();
     if (!flat_.defined() || flat_.numel() != n)
@@ -58,14 +71,11 @@ class NcclReducer final : public GradientReducer {
       else v.zero_();
       off += p.numel();
     }
-    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(req_.device.index()).stream();
     ncclResult_t r = ncclAllReduce(flat_.data_ptr<float>(), flat_.data_ptr<float>(), size_t(n), ncclFloat32, ncclAvg,
                                    comm_, stream);
     if (r == ncclInProgress) wait_ready("ncclAllReduce");
     else if (r != ncclSuccess) fail("ncclAllReduce", r);
-    if (cudaEventRecord(done_, stream) != cudaSuccess) fail_cuda("cudaEventRecord");
-    pending_ = true;
-    started_ = std::chrono::steady_clock::now();
+    if (!capturing) watch(stream);
     off = 0;
     for (auto& p : params) {  // unpack, ordered after the all-reduce on the same stream
       auto v = flat_.narrow(0, off, p.numel()).view_as(p);
@@ -90,6 +100,12 @@ class NcclReducer final : public GradientReducer {
   void abort_comm() {
     if (comm_) ncclCommAbort(comm_);
     comm_ = nullptr;
+  }
+  // The all-reduce just enqueued on `stream` is pending until its event completes.
+  void watch(cudaStream_t stream) {
+    if (cudaEventRecord(done_, stream) != cudaSuccess) fail_cuda("cudaEventRecord");
+    pending_ = true;
+    started_ = std::chrono::steady_clock::now();
   }
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();

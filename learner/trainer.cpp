@@ -1,5 +1,9 @@
 #include "learner/trainer.h"
 
+#include <fmt/format.h>
+
+#include "core/error.h"
+
 namespace mpirl::learner {
 
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
@@ -17,21 +21,21 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
   return total;
 }
 
-Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device device, GradientReducer& reducer)
-    : cfg_(cfg), spec_(spec), device_(device), reducer_(reducer) {
+namespace {
+StepMode resolve(StepMode m, const Config& cfg, torch::Device device) {
+  if (m == StepMode::Auto) return device.is_cuda() && cfg.learner.cuda_graph ? StepMode::Graph : StepMode::Eager;
+  MPIRL_CHECK(m != StepMode::Graph || device.is_cuda(), "CUDA-graph steps need a CUDA device, not {}", device.str());
+  return m;
+}
+}  // namespace
+
+Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device device, GradientReducer& reducer,
+                 StepMode mode)
+    : cfg_(cfg), spec_(spec), device_(device), reducer_(reducer), mode_(resolve(mode, cfg, device)) {
   policy_ = models::Policy(spec_, models::model_options(cfg));
   policy_->to(device_);
   params_ = policy_->parameters();
-  if (cfg.learner.optimizer == "adam") {
-    optim_ = std::make_unique<torch::optim::Adam>(params_, torch::optim::AdamOptions(cfg.learner.lr)
-                                                               .betas({cfg.learner.adam_beta1, cfg.learner.adam_beta2})
-                                                               .eps(cfg.learner.eps));
-  } else {
-    optim_ = std::make_unique<torch::optim::RMSprop>(params_, torch::optim::RMSpropOptions(cfg.learner.lr)
-                                                                  .alpha(cfg.learner.rmsprop_alpha)
-                                                                  .eps(cfg.learner.eps)
-                                                                  .momentum(cfg.learner.rmsprop_momentum));
-  }
+  optim_ = make_optimizer(cfg, params_);
   lo_.gamma = cfg.learner.gamma;
   lo_.value_coef = cfg.learner.value_coef;
   lo_.entropy_coef = cfg.learner.entropy_coef;
@@ -49,39 +53,85 @@ void Trainer::bootstrap(TrainBatch& batch, const BootInputs& boot) {
   batch.trunc_value.index_put_({boot.t, boot.b}, v.to(batch.trunc_value.scalar_type()));
 }
 
-torch::Tensor Trainer::step(const LossTerms& l) {
-  optim_->zero_grad();
-  l.total.backward();
-  reducer_.average(params_);
-  auto norm = clip_grad_norm(params_, cfg_.learner.max_grad_norm);
-  optim_->step();
-  return norm;
+std::string Trainer::describe() const {
+  const char* m = mode_ == StepMode::Graph    ? "CUDA graph"
+                  : mode_ == StepMode::Static ? "static buffers, uncaptured"
+                                              : "eager";
+  std::string s = fmt::format("{} steps, {}", m, optim_->name());
+  if (mode_ == StepMode::Graph && !reducer_.capturable())
+    s += ", two graphs around the host all-reduce (the reducer cannot be captured)";
+  return s;
 }
+
+StepFns Trainer::step_fns() {
+  StepFns f;
+  f.grad = [this](const TrainBatch& b) {
+    optim_->zero_grad(true);
+    auto out = policy_->unroll(b.obs, b.is_init, b.state0);
+    LossTerms l = cfg_.learner.algo == "impala" ? impala_loss(spec_, b, out, lo_) : appo_loss(spec_, b, out, lo_);
+    l.total.backward();
+    return l;
+  };
+  f.apply = [this] {
+    auto norm = clip_grad_norm(params_, cfg_.learner.max_grad_norm);
+    optim_->step();
+    return norm;
+  };
+  return f;
+}
+
+StepOut Trainer::step(const TrainBatch& b) {
+  if (mode_ == StepMode::Eager) {
+    auto f = step_fns();
+    StepOut o;
+    o.loss = f.grad(b);
+    reducer_.average(params_);
+    o.grad_norm = f.apply();
+    return o;
+  }
+  if (!static_) {
+    std::vector<torch::Tensor> state = params_;
+    for (auto& t : optim_->state()) state.push_back(t);
+    static_ = std::make_unique<StaticStep>(mode_ == StepMode::Graph ? StaticStep::Mode::Graph
+                                                                     : StaticStep::Mode::Uncaptured,
+                                           step_fns(), reducer_, params_, std::move(state));
+  }
+  return static_->run(b);  // static outputs: the caller clones what it keeps past the next step
+}
+
+namespace {
+// Copies of the loss terms (the static step's outputs are overwritten by its next run).
+LossTerms own(const LossTerms& l) {
+  auto c = [](const torch::Tensor& t) { return t.defined() ? t.detach().clone() : t; };
+  return {c(l.total), c(l.policy), c(l.value), c(l.entropy), c(l.clip_fraction), c(l.mean_rho), c(l.priorities)};
+}
+}  // namespace
 
 UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
   policy_->train();
   bootstrap(batch, boot);
   UpdateResult r;
+  const bool copies = mode_ != StepMode::Eager;
   if (cfg_.learner.algo == "impala") {
-    auto out = policy_->unroll(batch.obs, batch.is_init, batch.state0);
-    r.last = impala_loss(spec_, batch, out, lo_);
-    r.grad_norm = step(r.last);
+    StepOut o = step(batch);
+    r.last = copies ? own(o.loss) : o.loss;
+    r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
     r.priorities = r.last.priorities;
     r.steps = 1;
     return r;
   }
   std::vector<torch::Tensor> prios;
   const int64_t B = batch.rewards.size(1), mb = B / cfg_.learner.appo_minibatches;
+  StepOut o;
   for (int ep = 0; ep < cfg_.learner.appo_epochs; ++ep) {
     for (int64_t s = 0; s < B; s += mb) {
-      auto sub = batch.slice_batch(s, s + mb);
-      auto out = policy_->unroll(sub.obs, sub.is_init, sub.state0);
-      r.last = appo_loss(spec_, sub, out, lo_);
-      r.grad_norm = step(r.last);
+      o = step(batch.slice_batch(s, s + mb));  // a static step copies the slice into its buffers
       ++r.steps;
-      if (ep == 0) prios.push_back(r.last.priorities);
+      if (ep == 0) prios.push_back(copies ? o.loss.priorities.clone() : o.loss.priorities);
     }
   }
+  r.last = copies ? own(o.loss) : o.loss;
+  r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
   r.priorities = torch::cat(prios);
   return r;
 }
@@ -111,6 +161,7 @@ void Trainer::load(torch::serialize::InputArchive& ar) {
   policy_->load(model);
   policy_->to(device_);
   optim_->load(optim);
+  static_.reset();  // captured against the tensors before the load: captured again at the next update
   torch::Tensor rng;
   ar.read("rng_cpu", rng);
   at::Generator cpu = at::detail::getDefaultCPUGenerator();

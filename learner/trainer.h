@@ -1,7 +1,8 @@
 #pragma once
 // The trainer: policy, losses, optimizer, gradient clipping (no host sync) and gradient averaging
 // through a GradientReducer. It knows nothing about MPI messages or the run: it takes batches on
-// its device and updates the parameters.
+// its device and updates the parameters. On CUDA each optimizer step is, by default, one replay of
+// a captured CUDA graph (learner/graph_step.h); eager steps otherwise.
 #include <memory>
 
 #include <torch/torch.h>
@@ -9,7 +10,9 @@
 #include "core/config.h"
 #include "envs/env.h"
 #include "learner/gradient_reducer.h"
+#include "learner/graph_step.h"
 #include "learner/losses.h"
+#include "learner/optimizer.h"
 #include "models/policy.h"
 
 namespace mpirl::learner {
@@ -30,11 +33,18 @@ struct UpdateResult {
   int64_t steps = 0;          // optimizer steps taken
 };
 
+// How an optimizer step runs. Auto: Graph on CUDA with learner.cuda_graph = true, else Eager.
+// Static: the graph's static-buffer path without capture (tests compare it with Eager on CPU).
+enum class StepMode { Auto, Eager, Static, Graph };
+
 class Trainer {
  public:
-  Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device device, GradientReducer& reducer);
+  Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device device, GradientReducer& reducer,
+          StepMode mode = StepMode::Auto);
   models::Policy& policy() { return policy_; }
   torch::Device device() const { return device_; }
+  StepMode mode() const { return mode_; }
+  std::string describe() const;  // the step mode and optimizer, for the log
 
   // Values of the truncation bootstraps with the current parameters, scattered into
   // batch.trunc_value [T, B] (zeros elsewhere).
@@ -48,7 +58,8 @@ class Trainer {
   void load(torch::serialize::InputArchive& ar);
 
  private:
-  torch::Tensor step(const LossTerms& l);  // backward, average, clip, optimizer step; returns grad norm
+  StepFns step_fns();
+  StepOut step(const TrainBatch& b);  // one optimizer step, eager or through the static step
 
   const Config& cfg_;
   envs::EnvSpec spec_;
@@ -56,8 +67,10 @@ class Trainer {
   GradientReducer& reducer_;
   models::Policy policy_{nullptr};
   std::vector<torch::Tensor> params_;
-  std::unique_ptr<torch::optim::Optimizer> optim_;
+  std::unique_ptr<DeviceOptimizer> optim_;
   LossOptions lo_;
+  StepMode mode_;
+  std::unique_ptr<StaticStep> static_;  // built at the first update (Static and Graph)
 };
 
 // Scales every gradient so that their joint L2 norm is at most max_norm (as

@@ -19,31 +19,14 @@
 #include "envs/registry.h"
 #include "learner/learner_checkpoint.h"
 #include "learner/trainer.h"
+#include "tests/common/train_batches.h"
 
 using namespace mpirl;
 using namespace mpirl::learner;
+using mpirl::testing::params_of;
+using mpirl::testing::random_batch;
 
 namespace {
-
-TrainBatch random_batch(int64_t T, int64_t B, int64_t D, int64_t A, int64_t S, uint64_t seed) {
-  torch::manual_seed(seed);
-  TrainBatch b;
-  b.obs = torch::randn({T + 1, B, D});
-  b.is_init = (torch::rand({T + 1, B}) < 0.1).to(torch::kFloat32);
-  b.actions = torch::randint(A, {T, B}, torch::kInt64);
-  b.rewards = torch::randn({T, B});
-  b.terminated = (torch::rand({T, B}) < 0.05).to(torch::kFloat32);
-  b.truncated = torch::zeros({T, B});
-  b.behaviour_logp = torch::full({T, B}, std::log(1.0 / double(A)));
-  if (S > 0) b.state0 = torch::randn({B, S});
-  return b;
-}
-
-std::vector<torch::Tensor> params_of(Trainer& t) {
-  std::vector<torch::Tensor> v;
-  for (auto& p : t.policy()->parameters()) v.push_back(p.detach().clone());
-  return v;
-}
 
 bool bit_equal(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   if (a.size() != b.size()) return false;

@@ -1,0 +1,132 @@
+#include "learner/optimizer.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace mpirl::learner {
+
+void DeviceOptimizer::zero_grad(bool set_to_none) {
+  for (auto& p : params_) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) p.mutable_grad() = torch::Tensor();
+    else p.mutable_grad().zero_();
+  }
+}
+
+void DeviceOptimizer::save(torch::serialize::OutputArchive& ar) const {
+  ar.write("count", torch::tensor(int64_t(state_.size())));
+  for (size_t i = 0; i < state_.size(); ++i) ar.write(fmt::format("s{}", i), state_[i].detach().cpu());
+}
+
+void DeviceOptimizer::load(torch::serialize::InputArchive& ar) {
+  torch::Tensor count;
+  if (!ar.try_read("count", count))
+    throw Error(fmt::format("optimizer state ({}): no 'count' entry; written by another optimizer or an older mpirl",
+                            name()));
+  if (count.item<int64_t>() != int64_t(state_.size()))
+    throw Error(fmt::format("optimizer state ({}): {} tensors in the checkpoint, this model needs {}", name(),
+                            count.item<int64_t>(), state_.size()));
+  torch::NoGradGuard g;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    torch::Tensor t;
+    ar.read(fmt::format("s{}", i), t);
+    if (t.sizes() != state_[i].sizes())
+      throw Error(fmt::format("optimizer state ({}): tensor {} has shape {}, this model needs {}", name(), i,
+                              fmt::join(t.sizes(), "x"), fmt::join(state_[i].sizes(), "x")));
+    state_[i].copy_(t);  // in place: a captured graph keeps pointing at these tensors
+  }
+}
+
+namespace {
+
+class Adam final : public DeviceOptimizer {
+ public:
+  Adam(std::vector<torch::Tensor> params, const AdamHyper& h) : DeviceOptimizer(std::move(params)), h_(h) {
+    // Per parameter: step (float32 scalar on its device), exp_avg, exp_avg_sq.
+    for (auto& p : params_) {
+      state_.push_back(torch::zeros({}, p.options().dtype(torch::kFloat32)));
+      state_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+      state_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+    }
+  }
+  std::string name() const override { return "adam (fused, device step count)"; }
+  void step() override {
+    torch::NoGradGuard g;
+    std::vector<torch::Tensor> p, gr, steps, m, v;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!params_[i].grad().defined()) continue;
+      p.push_back(params_[i]);
+      gr.push_back(params_[i].grad());
+      steps.push_back(state_[3 * i]);
+      m.push_back(state_[3 * i + 1]);
+      v.push_back(state_[3 * i + 2]);
+    }
+    if (p.empty()) return;
+    at::_foreach_add_(steps, 1);  // the fused kernel reads the incremented count (as torch.optim.Adam)
+    at::_fused_adam_(p, gr, m, v, {}, steps, h_.lr, h_.beta1, h_.beta2, /*weight_decay=*/0.0, h_.eps,
+                     /*amsgrad=*/false, /*maximize=*/false);
+  }
+
+ private:
+  AdamHyper h_;
+};
+
+class Rmsprop final : public DeviceOptimizer {
+ public:
+  Rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h) : DeviceOptimizer(std::move(params)), h_(h) {
+    // Per parameter: square_avg, then (momentum > 0) the momentum buffer.
+    for (auto& p : params_) {
+      state_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+      if (h_.momentum > 0) state_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+    }
+  }
+  std::string name() const override { return "rmsprop (foreach)"; }
+  void step() override {
+    torch::NoGradGuard g;
+    const size_t per = h_.momentum > 0 ? 2 : 1;
+    std::vector<torch::Tensor> p, gr, sq, buf;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!params_[i].grad().defined()) continue;
+      p.push_back(params_[i]);
+      gr.push_back(params_[i].grad());
+      sq.push_back(state_[per * i]);
+      if (per == 2) buf.push_back(state_[per * i + 1]);
+    }
+    if (p.empty()) return;
+    at::_foreach_mul_(sq, h_.alpha);
+    at::_foreach_addcmul_(sq, gr, gr, 1 - h_.alpha);
+    auto avg = at::_foreach_sqrt(sq);
+    at::_foreach_add_(avg, h_.eps);
+    if (per == 2) {
+      at::_foreach_mul_(buf, h_.momentum);
+      at::_foreach_addcdiv_(buf, gr, avg);
+      at::_foreach_add_(p, buf, -h_.lr);
+    } else {
+      at::_foreach_addcdiv_(p, gr, avg, -h_.lr);
+    }
+  }
+
+ private:
+  RmspropHyper h_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceOptimizer> make_adam(std::vector<torch::Tensor> params, const AdamHyper& h) {
+  return std::make_unique<Adam>(std::move(params), h);
+}
+
+std::unique_ptr<DeviceOptimizer> make_rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h) {
+  return std::make_unique<Rmsprop>(std::move(params), h);
+}
+
+std::unique_ptr<DeviceOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> params) {
+  const auto& l = cfg.learner;
+  if (l.optimizer == "adam") return make_adam(std::move(params), {l.lr, l.adam_beta1, l.adam_beta2, l.eps});
+  if (l.optimizer == "rmsprop")
+    return make_rmsprop(std::move(params), {l.lr, l.rmsprop_alpha, l.eps, l.rmsprop_momentum});
+  throw Error(fmt::format("learner.optimizer = \"{}\": expected \"adam\" or \"rmsprop\"", l.optimizer));
+}
+
+}  // namespace mpirl::learner

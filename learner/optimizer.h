@@ -1,0 +1,56 @@
+#pragma once
+// Optimizers whose whole step is device tensor work, with no host-side step count or bias
+// correction, so that a step can be captured in a CUDA graph and replayed (learner/graph_step.h).
+// LibTorch's C++ torch::optim::Adam computes its bias corrections on the host from an integer step
+// count, which a captured graph would freeze at the capture's value.
+//   adam:    ATen's fused Adam (one multi-tensor kernel on CUDA, a vectorised loop on CPU) with the
+//            step count in a float32 tensor on the parameters' device.
+//   rmsprop: foreach tensor ops (no step-dependent term), as torch::optim::RMSprop without centring.
+// Both match LibTorch's optimizers within float rounding (tests/unit/test_optimizer.cpp).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/config.h"
+
+namespace mpirl::learner {
+
+class DeviceOptimizer {
+ public:
+  virtual ~DeviceOptimizer() = default;
+  // One step from the parameters' current gradients; a parameter without a gradient is left as
+  // it is (and its moments too), as LibTorch's optimizers do.
+  virtual void step() = 0;
+  // Gradients to none (the default: a captured backward allocates them in the graph's pool) or
+  // to zero in place.
+  void zero_grad(bool set_to_none = true);
+  // Every state tensor (moments, step count), allocated at construction: a graph warm-up saves
+  // and restores them, a checkpoint writes them.
+  const std::vector<torch::Tensor>& state() const { return state_; }
+  std::vector<torch::Tensor>& params() { return params_; }
+  virtual std::string name() const = 0;
+
+  // The state tensors by position; load() checks their count and shapes and names what differs.
+  void save(torch::serialize::OutputArchive& ar) const;
+  void load(torch::serialize::InputArchive& ar);
+
+ protected:
+  explicit DeviceOptimizer(std::vector<torch::Tensor> params) : params_(std::move(params)) {}
+  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> state_;
+};
+
+struct AdamHyper {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+struct RmspropHyper {
+  double lr = 1e-2, alpha = 0.99, eps = 1e-8, momentum = 0;
+};
+std::unique_ptr<DeviceOptimizer> make_adam(std::vector<torch::Tensor> params, const AdamHyper& h);
+std::unique_ptr<DeviceOptimizer> make_rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h);
+// learner.optimizer with its learner.* hyper-parameters.
+std::unique_ptr<DeviceOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> params);
+
+}  // namespace mpirl::learner
