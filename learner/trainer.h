@@ -45,6 +45,7 @@ class Trainer {
   torch::Device device() const { return device_; }
   StepMode mode() const { return mode_; }
   std::string describe() const;  // the step mode and optimizer, for the log
+  int graphs() const { return static_ ? static_->graphs() : 0; }  // CUDA graphs captured so far
 
   // Values of the truncation bootstraps with the current parameters, scattered into
   // batch.trunc_value [T, B] (zeros elsewhere).
