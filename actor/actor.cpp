@@ -5,6 +5,7 @@
 
 #include "envs/registry.h"
 #include "envs/vector_env.h"
+#include "models/acting.h"
 #include "models/policy.h"
 #include "core/error.h"
 #include "core/fault.h"
@@ -35,11 +36,10 @@ class Actor {
             envs::mix_seed(segment ? seed_ : cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))))),
         spec_(venv_->spec()), layout_(SeqLayout(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_))), policy_(spec_, models::model_options(cfg)),
         params_(comms.publish, models::num_params(policy_)),
-        gen_(at::make_generator<at::CPUGeneratorImpl>(envs::mix_seed(segment ? seed_ : cfg.run.seed, 77 + uint64_t(comms.rank)))) {
+        acting_(policy_, E_, envs::mix_seed(segment ? seed_ : cfg.run.seed, 77 + uint64_t(comms.rank))) {
     policy_->eval();
     MPIRL_CHECK(policy_->state_size() == layout_.state_size(), "core state size {} != layout's {}",
                 policy_->state_size(), layout_.state_size());
-    state_ = policy_->initial_state(E_);
     credits_ = cfg.actor.max_inflight;
     flat_.resize(size_t(models::num_params(policy_)));
     size_t payload = wire::payload_bytes(layout_.arrays(E_, true, E_ * T_));
@@ -143,10 +143,9 @@ class Actor {
     float* logp = f32(s, Seq::Logp);
     char* act = reinterpret_cast<char*>(field<char>(s, Seq::Action));
     min_version_ = version_;
-    auto opts = torch::TensorOptions().dtype(torch::kFloat32);
     // The core state carried across rollouts; the learner starts sequence mode from this copy.
-    if (state_.defined())
-      std::memcpy(f32(s, Seq::State0), state_.contiguous().data_ptr<float>(), size_t(state_.numel()) * sizeof(float));
+    if (const auto& st = acting_.state(); st.defined())
+      std::memcpy(f32(s, Seq::State0), st.contiguous().data_ptr<float>(), size_t(st.numel()) * sizeof(float));
     const int64_t K = layout_.boot_slots();
     if (K > 0) std::fill_n(field<int32_t>(s, Seq::BootStep), E_ * K, -1);
     std::fill(boot_count_.begin(), boot_count_.end(), 0);
@@ -156,19 +155,18 @@ class Actor {
       poll_params();
       if (stop_) return false;
       min_version_ = std::min(min_version_, version_);
-      // [E, obs...] straight from the slot; the policy converts uint8 pixels itself.
-      auto obs_t = models::obs_rows(spec_, obs_row(s, 0, t), E_, (T_ + 1) * D);
-      auto init_t = torch::from_blob(const_cast<uint8_t*>(init) + t, {E_}, {T_ + 1}, torch::kUInt8).to(torch::kFloat32);
-      auto out = policy_->step(obs_t, init_t, state_);
-      auto a = models::sample(spec_, out.dist, gen_);
-      torch::from_blob(logp + t, {E_}, {T_}, opts).copy_(models::log_prob(spec_, out.dist, a));
-      torch::from_blob(dist + t * L, {E_, L}, {T_ * L, 1}, opts).copy_(out.dist);
+      // [E, obs...] straight from the slot (the policy converts uint8 pixels itself); the
+      // distribution rows and log-probabilities land in the slot.
+      acting_.step(models::obs_rows(spec_, obs_row(s, 0, t), E_, (T_ + 1) * D), init + t, T_ + 1,
+                   {dist + t * L, T_ * L, logp + t, T_});
       if (spec_.discrete) {
-        torch::from_blob(reinterpret_cast<int64_t*>(act) + t, {E_}, {T_}, torch::kInt64).copy_(a);
+        auto* a = reinterpret_cast<int64_t*>(act);
+        for (int64_t e = 0; e < E_; ++e) a[e * T_ + t] = acting_.discrete_actions()[e];
       } else {
-        torch::from_blob(reinterpret_cast<float*>(act) + t * A, {E_, A}, {T_ * A, 1}, opts).copy_(a);
+        auto* a = reinterpret_cast<float*>(act);
+        for (int64_t e = 0; e < E_; ++e)
+          std::memcpy(a + (e * T_ + t) * A, acting_.box_actions() + e * A, size_t(A) * sizeof(float));
       }
-      auto a_c = a.contiguous();
       envs::StepOutputs o;
       o.obs = obs_row(s, 0, t + 1);
       o.obs_stride = (T_ + 1) * D;
@@ -178,7 +176,7 @@ class Actor {
       o.terminated = u8(s, Seq::Terminated) + t;
       o.truncated = u8(s, Seq::Truncated) + t;
       o.scalar_stride = T_;
-      venv_->step(spec_.discrete ? a_c.data_ptr<int64_t>() : nullptr, spec_.discrete ? nullptr : a_c.data_ptr<float>(), o);
+      venv_->step(spec_.discrete ? acting_.discrete_actions() : nullptr, spec_.discrete ? nullptr : acting_.box_actions(), o);
       for (int64_t e = 0; e < E_; ++e)
         if (o.truncated[e * T_] && !o.terminated[e * T_]) record_truncation(s, e, t);
     }
@@ -196,7 +194,7 @@ class Actor {
                               spec_.id, e, k + 1, T_, spec_.max_episode_steps, K));
     std::memcpy(u8(s, Seq::BootObs) + (e * K + k) * OB, venv_->final_obs_bytes(int(e)), size_t(OB));
     if (S > 0) {
-      auto st = state_[e].contiguous();
+      auto st = acting_.state()[e].contiguous();
       std::memcpy(f32(s, Seq::BootState) + (e * K + k) * S, st.data_ptr<float>(), size_t(S) * sizeof(float));
     }
     field<int32_t>(s, Seq::BootStep)[e * K + k] = int32_t(t);
@@ -271,9 +269,8 @@ class Actor {
   SeqLayout layout_;
   models::Policy policy_;
   ParamChannel params_;
-  at::Generator gen_;
+  models::Acting acting_;  // the policy's step, sampling and log-probs (models/acting.h)
   std::vector<float> flat_;
-  torch::Tensor state_;  // [E, S] recurrent core state (undefined for feed-forward policies)
   std::vector<Slot> slots_;
   std::vector<int64_t> boot_count_;  // per env: boot slots used in the rollout being collected
   std::vector<char> ctl_ = std::vector<char>(4096);

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
+#include "models/acting.h"
 #include "models/policy.h"
 
 namespace mpirl {
@@ -43,7 +44,7 @@ int eval_main(const std::string& run_dir, int episodes, bool greedy, uint64_t se
     }
     policy->eval();
     torch::NoGradGuard g;
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    models::Acting acting(policy, E, seed);  // the actor's step: sampled, or the mode when greedy
     const int64_t D = spec.obs_size();
     const auto n = static_cast<size_t>(E);
     std::vector<uint8_t> obs(n * size_t(spec.obs_bytes())), init(n), term(n), trunc(n);
@@ -52,15 +53,9 @@ int eval_main(const std::string& run_dir, int episodes, bool greedy, uint64_t se
     for (int e = 0; e < episodes % E; ++e) ++quota[size_t(e)];
     std::vector<double> returns;
     venv->reset(obs.data(), D, init.data(), 1);
-    auto state = policy->initial_state(E);
     while (int(returns.size()) < episodes) {
-      auto is_init = torch::from_blob(init.data(), {E}, torch::kUInt8).to(torch::kFloat32);
-      auto out = policy->step(models::obs_rows(spec, obs.data(), E, D), is_init, state);
-      torch::Tensor a;
-      if (greedy) a = spec.discrete ? out.dist.argmax(-1) : out.dist.chunk(2, -1)[0];
-      else a = models::sample(spec, out.dist, gen);
-      a = a.contiguous();
-      venv->step(spec.discrete ? a.data_ptr<int64_t>() : nullptr, spec.discrete ? nullptr : a.data_ptr<float>(),
+      acting.step(models::obs_rows(spec, obs.data(), E, D), init.data(), 1, {}, greedy);
+      venv->step(spec.discrete ? acting.discrete_actions() : nullptr, spec.discrete ? nullptr : acting.box_actions(),
                  {obs.data(), D, init.data(), 1, rew.data(), term.data(), trunc.data(), 1});
       auto finished = venv->take_finished();  // in env order among the envs that ended
       size_t k = 0;

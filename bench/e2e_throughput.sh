@@ -4,7 +4,7 @@
 #   (a) env + inference ceiling: ACTORS processes of bench_actor_ceiling (policy forward, no MPI)
 #   (b) end to end: mpirun -n ACTORS+2 mpirl train (1 learner, 1 replay, ACTORS actors), with learning
 #   ratios (b) / (0) (Sample Factory's table) and (b) / (a)
-# Usage: bench/e2e_throughput.sh [ACTORS=2] [SECONDS=20] [extra --set overrides...]
+# Usage: [MPIRL_BUILD_DIR=dir] bench/e2e_throughput.sh [ACTORS=2] [SECONDS=20] [extra --set overrides...]
 # Default workload: Synthetic env, 64-float observations, 4 actions, 16 envs per actor,
 # 100 us per step spent sleeping (a simulator that leaves the CPU free); pass e.g.
 # --set env.cost_mode=busy to spin instead.
@@ -12,7 +12,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 actors=${1:-2}; secs=${2:-20}; shift $(( $# > 2 ? 2 : $# )) || true
 sets=(--set 'env.id="Synthetic"' --set env.step_cost_us=100 --set 'env.cost_mode="sleep"' --set env.num_envs=16 "$@")
-bin="$root/build"
+bin="${MPIRL_BUILD_DIR:-$root/build}"  # e.g. MPIRL_BUILD_DIR=build-gpu on the GPU machine
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "workload: ${sets[*]}"

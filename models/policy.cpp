@@ -111,6 +111,43 @@ PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_
   return heads(h);
 }
 
+ActBuffers PolicyImpl::act_buffers(int64_t B) const {
+  auto f = torch::TensorOptions().dtype(torch::kFloat32).device(pi_->weight.device());
+  ActBuffers b;
+  b.init = torch::zeros({B}, f);
+  if (spec_.obs_uint8) {
+    std::vector<int64_t> shape{B};
+    shape.insert(shape.end(), spec_.obs_shape.begin(), spec_.obs_shape.end());
+    b.pixels = torch::empty(shape, f);
+  }
+  if (!cnn_)
+    for (auto& l : torso_) b.h.push_back(torch::empty({B, l->weight.size(0)}, f));
+  b.head = torch::empty({B, pi_->weight.size(0)}, f);
+  return b;
+}
+
+const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& state, ActBuffers& buf) {
+  torch::NoGradGuard no_grad;  // out= ops refuse inputs that require grad while grad mode is on
+  torch::Tensor obs = raw;
+  if (raw.scalar_type() == torch::kUInt8) obs = buf.pixels.copy_(raw).mul_(1.0 / 255);
+  torch::Tensor h;
+  if (cnn_) {
+    h = torso(obs);
+  } else {
+    h = obs_rank_ > 1 ? obs.flatten(1) : obs;
+    for (size_t i = 0; i < torso_.size(); ++i) {
+      at::addmm_out(buf.h[i], torso_[i]->bias, h, torso_[i]->weight.t());
+      h = relu_ ? buf.h[i].relu_() : buf.h[i].tanh_();
+    }
+  }
+  if (core_) {
+    auto [y, next] = core_->step(h, state, buf.init);
+    h = y;
+    state = next;
+  }
+  return at::addmm_out(buf.head, pi_->bias, h, pi_->weight.t());
+}
+
 torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Tensor& state) {
   auto h = torso(obs);
   if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, h.options())).first;

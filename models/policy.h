@@ -30,6 +30,14 @@ int64_t state_size(const Config& cfg, const envs::EnvSpec& spec);
 // Throws ConfigError naming the key when the model cannot be built for `spec` (rank 0, at start).
 void validate_model_config(const Config& cfg, const envs::EnvSpec& spec);
 
+// Preallocated per-step outputs of PolicyImpl::act for B envs (PolicyImpl::act_buffers).
+struct ActBuffers {
+  torch::Tensor init;            // [B] float32: is_init of this step (the caller fills it)
+  torch::Tensor pixels;          // [B, obs...] float32 (uint8 observations only)
+  std::vector<torch::Tensor> h;  // [B, hidden_i]: the MLP encoder's layers
+  torch::Tensor head;            // [B, L or A]: logits, or the Gaussian mean
+};
+
 struct PolicyOutput {
   torch::Tensor dist;   // [..., L]: logits, or (mean, log_std)
   torch::Tensor value;  // [...]
@@ -45,6 +53,14 @@ class PolicyImpl : public torch::nn::Module {
   PolicyOutput unroll(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0);
   // Step mode: obs [B, obs...], is_init [B]; `state` [B, S] is advanced in place of the caller's.
   PolicyOutput step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state);
+  // The actor's step: the distribution head only (no value head), obs [B, obs...] with any row
+  // stride; is_init in buf.init; `state` advanced as in step(). The MLP encoder and the head run as
+  // addmm into `buf`, so a feed-forward MLP policy allocates no tensor per step; CNN encoders and
+  // cores still allocate their intermediate outputs. Returns buf.head (logits or the mean; a box
+  // policy's log-std is log_std()).
+  const torch::Tensor& act(const torch::Tensor& obs, torch::Tensor& state, ActBuffers& buf);
+  ActBuffers act_buffers(int64_t B) const;
+  const torch::Tensor& log_std() const { return log_std_; }
   // Value of obs [B, obs...] continuing from `state` without changing it (truncation bootstrap).
   torch::Tensor value_after(const torch::Tensor& obs, const torch::Tensor& state);
   bool recurrent() const { return core_ != nullptr; }
