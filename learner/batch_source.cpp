@@ -190,8 +190,12 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
     return h;
   };
   auto dev = [&](const torch::Tensor& h) { return h.to(device_, /*non_blocking=*/true); };
-  // Small host tensors built here: pinned first on CUDA, so their copies do not wait on the host.
-  auto up = [&](const torch::Tensor& h) { return cuda ? h.pin_memory().to(device_, true) : h.to(device_); };
+  // Small host tensors that view memory this call does not own (a local vector, the MPI receive
+  // buffer handed back right after): always copied. Pinned first on CUDA, so their copies do not
+  // wait on the host; on the CPU `to(device_)` alone would return the same view.
+  auto up = [&](const torch::Tensor& h) {
+    return cuda ? h.pin_memory().to(device_, true) : h.to(device_, h.scalar_type(), false, /*copy=*/true);
+  };
   auto f32 = torch::kFloat32;
   TrainBatch& t = out.train;
   t.obs = dev(host_field(Seq::Obs, true));  // uint8 pixels stay uint8: the policy converts them on the device

@@ -59,6 +59,8 @@ class BatchSource {
   // New priorities for the items of `b` (prioritized replay only; a no-op otherwise). On CUDA they
   // are sent once their device-to-host copy has landed (checked by progress() and next()).
   void send_priorities(const Batch& b, const torch::Tensor& priorities);
+  // Sends every pending priority now, waiting for its copy (every learner, at a checkpoint).
+  void send_pending_priorities() { flush_priorities(true); }
   // Learner 0: asks the replay for its part of a checkpoint in `dir` (comm/protocol.h). A
   // non-final one is answered by a CheckpointDone, handed to on_checkpoint_done from next() or
   // leave() in stream order (after every SampleReply sent before it); a final one is written

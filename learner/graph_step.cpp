@@ -90,10 +90,32 @@ void StaticStep::step_now() {
   out_.grad_norm = fns_.apply();
 }
 
+std::vector<torch::Tensor> StaticStep::saved_state() const {
+  torch::NoGradGuard g;
+  std::vector<torch::Tensor> saved;
+  for (auto& t : state_) saved.push_back(t.clone());
+  return saved;
+}
+
+void StaticStep::undo_warm_up(const std::vector<torch::Tensor>& saved) {
+  {
+    torch::NoGradGuard g;
+    for (size_t i = 0; i < state_.size(); ++i) state_[i].copy_(saved[i]);  // the warm-up never happened
+  }
+  for (auto& p : params_)  // a captured backward allocates the gradients in the graph's pool
+    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
+}
+
 const StepOut& StaticStep::run(const TrainBatch& b) {
   if (!in_.rewards.defined()) allocate(b);
   copy_in(b);
   if (mode_ == Mode::Uncaptured) {
+    if (!warmed_up_) {  // as before a capture, so that the CPU tests check the warm-up leaves no trace
+      auto saved = saved_state();
+      for (int i = 0; i < kWarmupSteps; ++i) step_now();
+      undo_warm_up(saved);
+      warmed_up_ = true;
+    }
     step_now();
     return out_;
   }
@@ -112,7 +134,6 @@ const StepOut& StaticStep::run(const TrainBatch& b) {
 
 void StaticStep::capture() {
 #if MPIRL_WITH_CUDA
-  constexpr int kWarmup = 3;
   const torch::Device dev = in_.rewards.device();
   MPIRL_CHECK(dev.is_cuda(), "learner.cuda_graph needs the learner on CUDA, not {}", dev.str());
   c10::cuda::CUDAGuard device_guard(dev);
@@ -124,40 +145,44 @@ void StaticStep::capture() {
     e.record(from);
     e.block(to);
   };
-  std::vector<torch::Tensor> saved;
-  {
-    torch::NoGradGuard g;
-    for (auto& t : state_) saved.push_back(t.clone());
-  }
+  auto saved = saved_state();
   join(current, side);
   {
     c10::cuda::CUDAStreamGuard on_side(side);
-    for (int i = 0; i < kWarmup; ++i) step_now();
+    for (int i = 0; i < kWarmupSteps; ++i) step_now();
   }
   join(side, current);
-  {
-    torch::NoGradGuard g;
-    for (size_t i = 0; i < state_.size(); ++i) state_[i].copy_(saved[i]);  // the warm-up never happened
-  }
-  for (auto& p : params_)  // the captured backward allocates the gradients in the graph's pool
-    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
+  undo_warm_up(saved);
   auto graphs = std::make_unique<Graphs>();
   join(current, side);
   {
     c10::cuda::CUDAStreamGuard on_side(side);
-    graphs->first.capture_begin();
-    out_.loss = fns_.grad(in_);
-    if (reducer_.capturable()) {
-      reducer_.average(params_);
-      out_.grad_norm = fns_.apply();
-      graphs->first.capture_end();
-      graphs->count = 1;
-    } else {
-      graphs->first.capture_end();
-      graphs->second.capture_begin(graphs->first.pool());
-      out_.grad_norm = fns_.apply();
-      graphs->second.capture_end();
-      graphs->count = 2;
+    at::cuda::CUDAGraph* capturing = &graphs->first;
+    try {
+      graphs->first.capture_begin();
+      out_.loss = fns_.grad(in_);
+      if (reducer_.capturable()) {
+        reducer_.average(params_);
+        out_.grad_norm = fns_.apply();
+        graphs->first.capture_end();
+        graphs->count = 1;
+      } else {
+        graphs->first.capture_end();
+        capturing = &graphs->second;
+        graphs->second.capture_begin(graphs->first.pool());
+        out_.grad_norm = fns_.apply();
+        graphs->second.capture_end();
+        graphs->count = 2;
+      }
+    } catch (const std::exception& e) {
+      // End the broken capture (stream and allocator pool) so that later CUDA calls do not fail
+      // with capture errors that hide this one; its own error is expected and dropped.
+      try {
+        capturing->capture_end();
+      } catch (const std::exception&) {
+      }
+      throw Error(fmt::format("capturing the learner step as a CUDA graph failed (learner.cuda_graph = false runs "
+                              "it eagerly): {}", e.what()));
     }
   }
   join(side, current);

@@ -11,8 +11,9 @@
 // replay. When the gradient reducer is not capturable (MPI over host memory) the step is two
 // graphs, the host all-reduce between them.
 //
-// Mode::Uncaptured runs the same static-buffer path without capture (on any device): the CPU tests
-// check it against the eager step, the GPU tests check the captured one against both.
+// Mode::Uncaptured runs the same static-buffer path, warm-up and its undoing included, without
+// capture (on any device): the CPU tests check it against the eager step, the GPU tests check the
+// captured one against both.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -57,6 +58,10 @@ class StaticStep {
   void copy_in(const TrainBatch& b);
   void capture();
   void step_now();
+  std::vector<torch::Tensor> saved_state() const;
+  void undo_warm_up(const std::vector<torch::Tensor>& saved);  // state restored, gradients none
+
+  static constexpr int kWarmupSteps = 3;
 
   Mode mode_;
   StepFns fns_;
@@ -66,6 +71,7 @@ class StaticStep {
   StepOut out_;
   struct Graphs;  // CUDA graphs (learner/graph_step.cpp)
   std::unique_ptr<Graphs> graphs_;
+  bool warmed_up_ = false;  // Uncaptured: the warm-up (and its undoing) ran once, as before a capture
 };
 
 }  // namespace mpirl::learner

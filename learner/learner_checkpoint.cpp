@@ -121,6 +121,9 @@ std::vector<LearnerCounts> Checkpointer::gather_counts() {
 }
 
 void Checkpointer::begin(int64_t version, bool final) {
+  // Every learner's priorities of the updates before the checkpoint are sent before learner 0
+  // asks for it (gather_counts is collective).
+  source_.send_pending_priorities();
   auto counts = gather_counts();
   if (comms_.rank != 0) return;
   last_ = now_seconds();
