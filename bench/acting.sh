@@ -12,8 +12,10 @@ base=(--set 'env.id="Synthetic"' --set env.step_cost_us=0 --set 'env.cost_mode="
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 sps() { "$bin" "${base[@]}" "$@" | python3 -c "import json,sys; print(json.load(sys.stdin)['sps'])"; }
 printf '%-34s %14s %14s %8s\n' "policy, envs" "generic SPS" "Acting SPS" "ratio"
-for row in "mlp:16:" "mlp:128:" "lru:16:--set model.core=\"lru\"" "gru:16:--set model.core=\"gru\"" \
-           "mlp, Pendulum (box):16:--set env.id=\"Pendulum-v1\""; do
+rows=("mlp:16:" "mlp:128:")
+for core in lru gru lstm ssm mingru ffm; do rows+=("$core:16:--set model.core=\"$core\""); done
+rows+=("lru:128:--set model.core=\"lru\"" "mlp, Pendulum (box):16:--set env.id=\"Pendulum-v1\"")
+for row in "${rows[@]}"; do
   IFS=: read -r name envs extra <<< "$row"
   # shellcheck disable=SC2086
   g=$(sps --set env.num_envs="$envs" $extra --generic)

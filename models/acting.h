@@ -2,9 +2,9 @@
 // The actor's per-step inference, shared by the actor rank, `mpirl eval` and bench_actor_ceiling:
 // the policy's distribution head only (PolicyImpl::act: no value head, preallocated outputs), then
 // sampling and log-probabilities in plain C++ over the E rows, written straight into the caller's
-// rollout rows. Per step, a feed-forward MLP policy runs its addmm/activation kernels and nothing
-// else: no tensor is allocated (tests/unit/test_acting.cpp counts them). CNN encoders and recurrent
-// cores still allocate their intermediate outputs inside their modules.
+// rollout rows. Per step, an MLP policy, with or without a recurrent core, runs its addmm kernels
+// and plain loops and nothing else: no tensor is allocated (tests/unit/test_acting.cpp counts
+// them). CNN encoders still allocate their intermediate outputs inside their modules.
 //
 // Sampling uses its own counter-free generator (xoshiro256**, seeded by the caller), so a run's
 // actions depend only on its seed. Discrete: Gumbel-max over the logits; log pi(a) = l_a - logsumexp(l).

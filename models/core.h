@@ -25,6 +25,12 @@ struct CoreOptions {
   int64_t ffm_context = 4;  // c: FFM's oscillation frequencies per trace
 };
 
+// Per-step scratch of CoreImpl::act for B rows (CoreImpl::act_buffers).
+struct CoreActBuffers {
+  std::vector<torch::Tensor> t;  // the core's [B, n] float32 intermediates
+  std::vector<float> coef;       // per-channel coefficients derived from the parameters
+};
+
 class CoreImpl : public torch::nn::Module {
  public:
   virtual int64_t output_size() const = 0;
@@ -36,6 +42,15 @@ class CoreImpl : public torch::nn::Module {
                                                        const torch::Tensor& is_init) = 0;
   virtual std::pair<torch::Tensor, torch::Tensor> sequence(const torch::Tensor& x, const torch::Tensor& state0,
                                                            const torch::Tensor& is_init) = 0;
+  // The actor's step (models/cores_act.cpp): the function step() computes, on the CPU without
+  // autograd and without allocating a tensor. x [B, D] (rows may be strided), init [B] float32;
+  // `state` [B, S] (contiguous) is advanced in place. Returns y [B, H]: a buffer of `buf` or a
+  // view of `state`, valid until the next call. The matmuls run as addmm into `buf`, the gates and
+  // the recurrence as one loop over the rows, and parameter-derived coefficients (lambda, gains)
+  // are recomputed each call, so fresh weights need no notification.
+  virtual torch::Tensor act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
+                            CoreActBuffers& buf) = 0;
+  virtual CoreActBuffers act_buffers(int64_t B) const = 0;
 };
 
 // nullptr for kind "none"; throws for an unknown kind.

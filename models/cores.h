@@ -13,6 +13,9 @@ class GruCore : public CoreImpl {
                                                const torch::Tensor& is_init) override;
   std::pair<torch::Tensor, torch::Tensor> sequence(const torch::Tensor& x, const torch::Tensor& state0,
                                                    const torch::Tensor& is_init) override;
+  torch::Tensor act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
+                    CoreActBuffers& buf) override;
+  CoreActBuffers act_buffers(int64_t B) const override;
 
  private:
   int64_t H_;
@@ -28,6 +31,9 @@ class LstmCore : public CoreImpl {
                                                const torch::Tensor& is_init) override;
   std::pair<torch::Tensor, torch::Tensor> sequence(const torch::Tensor& x, const torch::Tensor& state0,
                                                    const torch::Tensor& is_init) override;
+  torch::Tensor act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
+                    CoreActBuffers& buf) override;
+  CoreActBuffers act_buffers(int64_t B) const override;
 
  private:
   int64_t H_;
@@ -63,12 +69,17 @@ class DiagonalComplexCore : public LinearRecurrentCore {
  public:
   int64_t output_size() const override { return H_; }
   int64_t state_size() const override { return 2 * N_; }
+  torch::Tensor act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
+                    CoreActBuffers& buf) override;
+  CoreActBuffers act_buffers(int64_t B) const override;
 
  protected:
   DiagonalComplexCore(const CoreOptions& o) : H_(o.hidden), N_(o.state) {}
   void init_io(int64_t input, double b_scale);
   virtual torch::Tensor lambda() = 0;                           // [N] complex
   virtual torch::Tensor gain(const torch::Tensor& lambda) = 0;  // [N], scales B x
+  // lambda and gain per channel as real and imaginary parts, in plain C++ (act's coefficients)
+  virtual void coefficients(float* lambda_re, float* lambda_im, float* gain_re, float* gain_im) const = 0;
   Drive drive(const torch::Tensor& x) override;
   torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& x) override;
   bool complex_state() const override { return true; }
@@ -87,6 +98,7 @@ class LruCore : public DiagonalComplexCore {
  protected:
   torch::Tensor lambda() override;
   torch::Tensor gain(const torch::Tensor&) override { return torch::exp(gamma_log_); }
+  void coefficients(float* lambda_re, float* lambda_im, float* gain_re, float* gain_im) const override;
   torch::Tensor nu_log_, theta_log_, gamma_log_;
 };
 
@@ -100,6 +112,7 @@ class SsmCore : public DiagonalComplexCore {
   torch::Tensor continuous() { return torch::complex(-torch::exp(log_neg_re_), im_); }
   torch::Tensor lambda() override { return torch::exp(continuous() * torch::exp(log_dt_)); }
   torch::Tensor gain(const torch::Tensor& lambda) override { return (lambda - 1) / continuous(); }
+  void coefficients(float* lambda_re, float* lambda_im, float* gain_re, float* gain_im) const override;
   torch::Tensor log_neg_re_, im_, log_dt_;
 };
 
@@ -109,6 +122,9 @@ class MinGruCore : public LinearRecurrentCore {
   explicit MinGruCore(const CoreOptions& o);
   int64_t output_size() const override { return H_; }
   int64_t state_size() const override { return H_; }
+  torch::Tensor act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
+                    CoreActBuffers& buf) override;
+  CoreActBuffers act_buffers(int64_t B) const override;
 
  protected:
   Drive drive(const torch::Tensor& x) override;
@@ -126,6 +142,9 @@ class FfmCore : public LinearRecurrentCore {
   explicit FfmCore(const CoreOptions& o);
   int64_t output_size() const override { return H_; }
   int64_t state_size() const override { return 2 * M_ * C_; }
+  torch::Tensor act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
+                    CoreActBuffers& buf) override;
+  CoreActBuffers act_buffers(int64_t B) const override;
 
  protected:
   Drive drive(const torch::Tensor& x) override;

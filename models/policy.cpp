@@ -122,6 +122,7 @@ ActBuffers PolicyImpl::act_buffers(int64_t B) const {
   }
   if (!cnn_)
     for (auto& l : torso_) b.h.push_back(torch::empty({B, l->weight.size(0)}, f));
+  if (core_) b.core = core_->act_buffers(B);
   b.head = torch::empty({B, pi_->weight.size(0)}, f);
   return b;
 }
@@ -140,11 +141,7 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
       h = relu_ ? buf.h[i].relu_() : buf.h[i].tanh_();
     }
   }
-  if (core_) {
-    auto [y, next] = core_->step(h, state, buf.init);
-    h = y;
-    state = next;
-  }
+  if (core_) h = core_->act(h, state, buf.init, buf.core);
   return at::addmm_out(buf.head, pi_->bias, h, pi_->weight.t());
 }
 

@@ -35,6 +35,7 @@ struct ActBuffers {
   torch::Tensor init;            // [B] float32: is_init of this step (the caller fills it)
   torch::Tensor pixels;          // [B, obs...] float32 (uint8 observations only)
   std::vector<torch::Tensor> h;  // [B, hidden_i]: the MLP encoder's layers
+  CoreActBuffers core;           // the recurrent core's (CoreImpl::act)
   torch::Tensor head;            // [B, L or A]: logits, or the Gaussian mean
 };
 
@@ -54,9 +55,10 @@ class PolicyImpl : public torch::nn::Module {
   // Step mode: obs [B, obs...], is_init [B]; `state` [B, S] is advanced in place of the caller's.
   PolicyOutput step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state);
   // The actor's step: the distribution head only (no value head), obs [B, obs...] with any row
-  // stride; is_init in buf.init; `state` advanced as in step(). The MLP encoder and the head run as
-  // addmm into `buf`, so a feed-forward MLP policy allocates no tensor per step; CNN encoders and
-  // cores still allocate their intermediate outputs. Returns buf.head (logits or the mean; a box
+  // stride; is_init in buf.init; `state` ([B, S], contiguous, CPU) advanced in place to what
+  // step() gives. The MLP encoder, the core (CoreImpl::act) and the head run as addmm and loops
+  // into `buf`, so an MLP policy with or without a core allocates no tensor per step; CNN encoders
+  // still allocate their intermediate outputs. Returns buf.head (logits or the mean; a box
   // policy's log-std is log_std()).
   const torch::Tensor& act(const torch::Tensor& obs, torch::Tensor& state, ActBuffers& buf);
   ActBuffers act_buffers(int64_t B) const;

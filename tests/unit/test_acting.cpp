@@ -101,6 +101,8 @@ TEST(Acting, MatchesThePolicysStepForEveryEncoderAndCore) {
     rec.core_size = 16;
     rec.core_state = 8;
     expect_matches_reference(spec_of({7}, true, 4), rec, "core " + core);
+    rec.hidden = {};  // the core reads the observations straight from the strided rollout rows
+    expect_matches_reference(spec_of({7}, false, 2), rec, "box, core " + core + " without an mlp");
   }
 }
 
@@ -170,16 +172,20 @@ TEST(Acting, BoxSamplesHaveTheHeadsMeanAndStd) {
   }
 }
 
-TEST(Acting, FeedForwardMlpStepAllocatesNoTensor) {
+namespace {
+
+// Counts the CPU tensor allocations of T - 1 Acting steps (after a first one) and of the generic
+// Policy::step path over the same observations, for one model.
+std::pair<int64_t, int64_t> count_allocations(const ModelOptions& opts) {
   auto spec = spec_of({64}, true, 4);
-  Policy policy(spec, ModelOptions{});
+  Policy policy(spec, opts);
   const int64_t E = 16, T = 32;
   Acting acting(policy, E, 1);
   auto obs = torch::randn({E, T + 1, 64});
-  std::vector<uint8_t> init(size_t(E * (T + 1)), 0);
+  auto init = (torch::rand({E, T + 1}) < 0.2).to(torch::kUInt8);  // resets on the way
   std::vector<float> dist(size_t(E * T * 4)), logp(size_t(E * T));
   auto step = [&](int64_t t) {
-    acting.step(obs_rows(spec, obs.data_ptr<float>() + t * 64, E, (T + 1) * 64), init.data() + t, T + 1,
+    acting.step(obs_rows(spec, obs.data_ptr<float>() + t * 64, E, (T + 1) * 64), init.data_ptr<uint8_t>() + t, T + 1,
                 {dist.data() + t * 4, T * 4, logp.data() + t, T});
   };
   c10::InferenceMode inference;  // as the actor rank
@@ -190,11 +196,25 @@ TEST(Acting, FeedForwardMlpStepAllocatesNoTensor) {
   c10::SetCPUAllocator(&counter, kPriority);
   for (int64_t t = 1; t < T; ++t) step(t);
   const int64_t acting_allocs = counter.count.exchange(0);
-  torch::Tensor state;  // the generic path for comparison: value head, new outputs each step
+  torch::Tensor state = policy->initial_state(E);  // the generic path: value head, new outputs each step
   for (int64_t t = 1; t < T; ++t)
     policy->step(obs_rows(spec, obs.data_ptr<float>() + t * 64, E, (T + 1) * 64), torch::zeros({E}), state);
   const int64_t generic_allocs = counter.count.load();
   c10::SetCPUAllocator(counter.base, kPriority);
-  EXPECT_EQ(acting_allocs, 0);
-  EXPECT_GT(generic_allocs, 5 * (T - 1));  // the counter does see allocations
+  return {acting_allocs, generic_allocs};
+}
+
+}  // namespace
+
+TEST(Acting, MlpStepAllocatesNoTensorWithOrWithoutACore) {
+  for (std::string core : {"none", "lru", "gru", "lstm", "ssm", "mingru", "ffm"}) {
+    SCOPED_TRACE(core);
+    ModelOptions opts;
+    opts.core = core;
+    opts.core_size = 32;
+    opts.core_state = 16;
+    const auto [acting_allocs, generic_allocs] = count_allocations(opts);
+    EXPECT_EQ(acting_allocs, 0);
+    EXPECT_GT(generic_allocs, 5 * 31);  // the counter does see allocations
+  }
 }
