@@ -12,9 +12,13 @@ namespace {
 
 torch::Tensor buffer(int64_t B, int64_t n) { return torch::empty({B, n}); }
 
-// Checks the shapes and returns B; rows whose init is set get a zero state.
-int64_t begin_act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init, int64_t S) {
+// Checks the shapes (the buffers too: the loops write them by raw pointer) and returns B; rows
+// whose init is set get a zero state.
+int64_t begin_act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init, int64_t S,
+                  const CoreActBuffers& buf) {
   const int64_t B = x.size(0);
+  for (const auto& t : buf.t)
+    TORCH_CHECK(t.is_contiguous() && t.size(0) == B, "CoreImpl::act: buffers for ", t.size(0), " rows, called with ", B);
   TORCH_CHECK(state.device().is_cpu() && state.scalar_type() == torch::kFloat32 && state.is_contiguous() &&
                   state.dim() == 2 && state.size(0) == B && state.size(1) == S,
               "CoreImpl::act: the state must be a contiguous CPU float32 [", B, ", ", S, "], it is ", state.sizes(),
@@ -39,7 +43,7 @@ CoreActBuffers GruCore::act_buffers(int64_t B) const { return {{buffer(B, 3 * H_
 
 torch::Tensor GruCore::act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
                            CoreActBuffers& buf) {
-  const int64_t B = begin_act(x, state, init, H_), H = H_;
+  const int64_t B = begin_act(x, state, init, H_, buf), H = H_;
   at::addmm_out(buf.t[0], cell_->bias_ih, x, cell_->weight_ih.t());
   at::addmm_out(buf.t[1], cell_->bias_hh, state, cell_->weight_hh.t());
   buf.t[0].narrow(1, 0, 2 * H).add_(buf.t[1].narrow(1, 0, 2 * H)).sigmoid_();
@@ -59,7 +63,7 @@ CoreActBuffers LstmCore::act_buffers(int64_t B) const { return {{buffer(B, 4 * H
 
 torch::Tensor LstmCore::act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
                             CoreActBuffers& buf) {
-  const int64_t B = begin_act(x, state, init, 2 * H_), H = H_;
+  const int64_t B = begin_act(x, state, init, 2 * H_, buf), H = H_;
   const torch::Tensor h_in = state.narrow(1, 0, H);
   at::addmm_out(buf.t[0], cell_->bias_ih, x, cell_->weight_ih.t());
   buf.t[0].addmm_(h_in, cell_->weight_hh.t()).add_(cell_->bias_hh);
@@ -114,7 +118,7 @@ CoreActBuffers DiagonalComplexCore::act_buffers(int64_t B) const {
 
 torch::Tensor DiagonalComplexCore::act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
                                        CoreActBuffers& buf) {
-  const int64_t B = begin_act(x, state, init, 2 * N_), N = N_;
+  const int64_t B = begin_act(x, state, init, 2 * N_, buf), N = N_;
   float *lre = buf.coef.data(), *lim = lre + N, *gre = lim + N, *gim = gre + N;
   coefficients(lre, lim, gre, gim);
   auto &bx_re = buf.t[0], &bx_im = buf.t[1], &h_re = buf.t[2], &h_im = buf.t[3], &y = buf.t[4];
@@ -147,7 +151,7 @@ CoreActBuffers MinGruCore::act_buffers(int64_t B) const { return {{buffer(B, H_)
 
 torch::Tensor MinGruCore::act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
                               CoreActBuffers& buf) {
-  const int64_t B = begin_act(x, state, init, H_);
+  const int64_t B = begin_act(x, state, init, H_, buf);
   at::addmm_out(buf.t[0], z_->bias, x, z_->weight.t());
   at::addmm_out(buf.t[1], h_->bias, x, h_->weight.t());
   const float *z = ptr(buf.t[0].sigmoid_()), *hc = ptr(buf.t[1]);
@@ -164,7 +168,7 @@ CoreActBuffers FfmCore::act_buffers(int64_t B) const {
 
 torch::Tensor FfmCore::act(const torch::Tensor& x, torch::Tensor& state, const torch::Tensor& init,
                            CoreActBuffers& buf) {
-  const int64_t MC = M_ * C_, B = begin_act(x, state, init, 2 * MC), H = H_;
+  const int64_t MC = M_ * C_, B = begin_act(x, state, init, 2 * MC, buf), H = H_;
   float *gr = buf.coef.data(), *gi = gr + MC;
   const float *al = ptr(alpha_), *om = ptr(omega_);
   for (int64_t j = 0; j < M_; ++j)

@@ -1,7 +1,8 @@
 // The actor's step (models/acting.h) against the policy's own step and log_prob for every encoder
 // and core kind, against hand-computed probabilities (sample frequencies, log-probs, the greedy
-// mode), and the feed-forward MLP path allocating no tensor per step (counted by a CPU allocator
-// that wraps the default one; the same counter sees the generic step path allocate).
+// mode), the cores' act step following fresh weights and a mid-rollout reset, and the MLP path,
+// alone and with each core, allocating no tensor per step (counted by a CPU allocator that wraps
+// the default one; the same counter sees the generic step path allocate).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -207,14 +208,50 @@ std::pair<int64_t, int64_t> count_allocations(const ModelOptions& opts) {
 }  // namespace
 
 TEST(Acting, MlpStepAllocatesNoTensorWithOrWithoutACore) {
-  for (std::string core : {"none", "lru", "gru", "lstm", "ssm", "mingru", "ffm"}) {
+  for (std::string core : {"none", "lru", "gru", "lstm", "ssm", "mingru", "ffm"})
+    for (bool mlp : {true, false}) {  // without the MLP the core reads the strided rollout rows
+      if (core == "none" && !mlp) continue;
+      SCOPED_TRACE(core + (mlp ? " after the mlp" : " on the observations"));
+      ModelOptions opts;
+      opts.core = core;
+      opts.core_size = 32;
+      opts.core_state = 16;
+      if (!mlp) opts.hidden = {};
+      const auto [acting_allocs, generic_allocs] = count_allocations(opts);
+      EXPECT_EQ(acting_allocs, 0);
+      EXPECT_GT(generic_allocs, 5 * 31);  // the counter does see allocations
+    }
+}
+
+TEST(Acting, CoresFollowFreshWeightsAndAMidRolloutReset) {
+  for (std::string core : {"lru", "gru", "lstm", "ssm", "mingru", "ffm"}) {
     SCOPED_TRACE(core);
     ModelOptions opts;
     opts.core = core;
-    opts.core_size = 32;
-    opts.core_state = 16;
-    const auto [acting_allocs, generic_allocs] = count_allocations(opts);
-    EXPECT_EQ(acting_allocs, 0);
-    EXPECT_GT(generic_allocs, 5 * 31);  // the counter does see allocations
+    opts.core_size = 16;
+    opts.core_state = 8;
+    const auto spec = spec_of({7}, true, 4);
+    torch::manual_seed(5);
+    Policy policy(spec, opts);
+    const int64_t E = 4, T = 6;
+    Acting acting(policy, E, 3);
+    torch::Tensor ref_state = policy->initial_state(E);
+    std::vector<float> flat(size_t(num_params(policy))), dist(size_t(E * 4)), logp(static_cast<size_t>(E));
+    torch::NoGradGuard g;
+    for (int64_t t = 0; t < T; ++t) {
+      if (t == 3) {  // new weights arrive as the actor's do: one flat buffer, read into the parameters
+        write_flat(policy, flat.data());
+        for (size_t i = 0; i < flat.size(); ++i) flat[i] += 0.2f * std::sin(float(i));
+        read_flat(policy, flat.data());
+      }
+      auto obs = torch::randn({E, 7});
+      auto init = torch::zeros({E}, torch::kUInt8);
+      if (t == 0) init.fill_(1);
+      if (t == 4) init[2] = 1;  // one env starts a new episode mid-rollout, with a nonzero state
+      acting.step(obs, init.data_ptr<uint8_t>(), 1, {dist.data(), 4, logp.data(), 1});
+      auto ref = policy->step(obs, init.to(torch::kFloat32), ref_state);
+      EXPECT_LT((torch::from_blob(dist.data(), {E, 4}) - ref.dist).abs().max().item<float>(), 1e-5) << "step " << t;
+      EXPECT_LT((acting.state() - ref_state).abs().max().item<float>(), 1e-5) << "step " << t;
+    }
   }
 }
