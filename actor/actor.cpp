@@ -138,10 +138,10 @@ class Actor {
 
   // Steps T times writing straight into the slot. False if a Stop arrived mid-rollout.
   bool collect(Slot& s) {
-    const int64_t D = spec_.obs_size(), L = spec_.dist_size(), A = spec_.action_size();
+    const int64_t D = spec_.obs_size(), L = spec_.dist_size();
     float* dist = f32(s, Seq::Dist);
     float* logp = f32(s, Seq::Logp);
-    char* act = reinterpret_cast<char*>(field<char>(s, Seq::Action));
+    void* act = field<char>(s, Seq::Action);
     min_version_ = version_;
     // The core state carried across rollouts; the learner starts sequence mode from this copy.
     if (const auto& st = acting_.state(); st.defined())
@@ -159,14 +159,7 @@ class Actor {
       // distribution rows and log-probabilities land in the slot.
       acting_.step(models::obs_rows(spec_, obs_row(s, 0, t), E_, (T_ + 1) * D), init + t, T_ + 1,
                    {dist + t * L, T_ * L, logp + t, T_});
-      if (spec_.discrete) {
-        auto* a = reinterpret_cast<int64_t*>(act);
-        for (int64_t e = 0; e < E_; ++e) a[e * T_ + t] = acting_.discrete_actions()[e];
-      } else {
-        auto* a = reinterpret_cast<float*>(act);
-        for (int64_t e = 0; e < E_; ++e)
-          std::memcpy(a + (e * T_ + t) * A, acting_.box_actions() + e * A, size_t(A) * sizeof(float));
-      }
+      acting_.write_actions(act, t, T_);
       envs::StepOutputs o;
       o.obs = obs_row(s, 0, t + 1);
       o.obs_stride = (T_ + 1) * D;

@@ -79,10 +79,7 @@ int main(int argc, char** argv) {
         acting.step(models::obs_rows(spec, row(0, t), E, (T + 1) * D), init.data() + t, T + 1,
                     {dist.data() + t * L, T * L, logp.data() + t, T});
         // the actor's copy of the actions into its env-major rollout
-        for (int64_t e = 0; e < E; ++e) {
-          if (spec.discrete) act_d[size_t(e * T + t)] = acting.discrete_actions()[e];
-          else std::memcpy(act_b.data() + (e * T + t) * A, acting.box_actions() + e * A, size_t(A) * sizeof(float));
-        }
+        acting.write_actions(spec.discrete ? static_cast<void*>(act_d.data()) : act_b.data(), t, T);
         ad = spec.discrete ? acting.discrete_actions() : nullptr;
         ab = spec.discrete ? nullptr : acting.box_actions();
       }

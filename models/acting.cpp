@@ -71,6 +71,17 @@ void Acting::step(const torch::Tensor& obs, const uint8_t* is_init, int64_t init
   else box_rows(head.data_ptr<float>(), out, greedy);
 }
 
+void Acting::write_actions(void* rollout, int64_t t, int64_t T) const {
+  if (spec_.discrete) {
+    auto* a = static_cast<int64_t*>(rollout);
+    for (int64_t e = 0; e < E_; ++e) a[e * T + t] = discrete_[size_t(e)];
+    return;
+  }
+  const int64_t A = spec_.action_dim;
+  auto* a = static_cast<float*>(rollout);
+  for (int64_t e = 0; e < E_; ++e) std::memcpy(a + (e * T + t) * A, box_.data() + e * A, size_t(A) * sizeof(float));
+}
+
 void Acting::discrete_rows(const float* head, const Rows& out, bool greedy) {
   const int64_t L = spec_.num_actions;
   double* g = scratch_.data();

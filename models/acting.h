@@ -37,6 +37,8 @@ class Acting {
   // The last step's actions: E int64 (discrete) or E x A float32 (box), contiguous.
   const int64_t* discrete_actions() const { return discrete_.data(); }
   const float* box_actions() const { return box_.data(); }
+  // Copies them into step t of an env-major rollout of T steps: int64 [E, T] or float32 [E, T, A].
+  void write_actions(void* rollout, int64_t t, int64_t T) const;
   // [E, S] recurrent state after the last step (undefined for feed-forward policies).
   const torch::Tensor& state() const { return state_; }
 
