@@ -180,7 +180,7 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
     bcast_string(v.start.run_dir, 0);
     bcast_string(v.start.resume_from, 0);
     MPIRL_MPI(MPI_Bcast(&v.start.segment, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
-    install_preempt_handlers();  // SIGUSR1/SIGTERM: recorded; the learners stop at an update boundary
+    install_stop_handlers();     // SIGUSR1/SIGTERM/SIGINT: recorded; the learners act at an update boundary
     signal(SIGUSR2, SIG_IGN);    // the replay rank installs its dump handler; nobody else dies of it
     Config cfg = parse_resolved_config(v.config_toml);
     Layout layout = make_layout(cfg, world);

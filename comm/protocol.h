@@ -31,7 +31,8 @@
 // learner 0 writes learner.pt and sends CheckpointRequest; the replay writes its part at once and
 // answers CheckpointDone on the reply stream, after every SampleReply it sent before, so learner
 // 0 has seen exactly the episode statistics the replay no longer holds; learner 0 then writes
-// state.json and seals the checkpoint. A signal (SIGUSR1/SIGTERM) makes the stop "preempted".
+// state.json and seals the checkpoint. A signal makes the stop "preempted" (SIGUSR1, or SIGTERM not from
+// the Open MPI launcher) or "interrupted" (SIGINT); core/signals.h.
 //
 // Rollouts still arriving after the first LearnerBye are received and counted as discarded, so
 // every send is matched. A fatal error on any rank: logged with rank and host, then MPI_Abort.

@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace mpirl {
@@ -55,6 +59,44 @@ Comms Comms::create(const Layout& layout) {
     MPI_Comm_free(&node);
   }
   return c;
+}
+
+int Comms::num_hosts() const {
+  std::vector<std::string> seen;
+  for (const auto& h : hosts)
+    if (std::find(seen.begin(), seen.end(), h) == seen.end()) seen.push_back(h);
+  return int(seen.size());
+}
+
+std::string Comms::placement() const {
+  std::vector<std::string> order;
+  for (const auto& h : hosts)
+    if (std::find(order.begin(), order.end(), h) == order.end()) order.push_back(h);
+  std::string out;
+  for (const auto& h : order) {
+    std::string line;
+    Role last = Role::Learner;
+    int run_start = -1, run_end = -1;
+    auto flush = [&] {
+      if (run_start < 0) return;
+      if (!line.empty()) line += ", ";
+      line += run_start == run_end ? fmt::format("{} {}", role_name(last), run_start)
+                                   : fmt::format("{}s {}-{}", role_name(last), run_start, run_end);
+    };
+    for (int r = 0; r < layout.world; ++r) {
+      if (host(r) != h) continue;
+      const Role role = layout.role_of(r);
+      if (run_start >= 0 && role == last && r == run_end + 1) {
+        run_end = r;
+        continue;
+      }
+      flush();
+      last = role, run_start = r, run_end = r;
+    }
+    flush();
+    out += (out.empty() ? "" : " | ") + h + ": " + line;
+  }
+  return out;
 }
 
 void Comms::free() {

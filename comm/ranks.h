@@ -39,6 +39,10 @@ struct Comms {
   int node_learner_index = 0, node_learners = 1;
   std::string host(int r) const { return r >= 0 && size_t(r) < hosts.size() ? hosts[size_t(r)] : "?"; }
   Role role() const { return layout.role_of(rank); }
+  // How many distinct hosts the ranks run on, and a one-line map "n1: learner 0, replay 1 | n2:
+  // actors 2-3" (hosts in order of their first rank).
+  int num_hosts() const;
+  std::string placement() const;
   static Comms create(const Layout& layout);
   void free();
 };

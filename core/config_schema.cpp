@@ -35,7 +35,9 @@ const Schema& schema() {
     m["run.log_interval_s"] = float_field(0.05, 3600, [](Config& c, double v) { c.run.log_interval_s = v; });
     m["run.stall_timeout_s"] = float_field(0, 1e9, [](Config& c, double v) { c.run.stall_timeout_s = v; });
     m["run.checkpoint"] = string_field({"end", "never"}, [](Config& c, std::string v) { c.run.checkpoint = v; });
-    m["run.checkpoint_interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.run.checkpoint_interval_s = v; });
+    m["run.checkpoint_interval_s"] = float_field(-1, 1e9, [](Config& c, double v) { c.run.checkpoint_interval_s = v; });
+    m["run.checkpoint_every_updates"] =
+        int_field(0, int64_t(1) << 40, [](Config& c, int64_t v) { c.run.checkpoint_every_updates = v; });
     m["run.keep_checkpoints"] = int_field(1, 1000, [](Config& c, int64_t v) { c.run.keep_checkpoints = int(v); });
     m["run.resume"] = string_field({"never", "auto"}, [](Config& c, std::string v) { c.run.resume = v; });
     m["roles.learners"] = int_field(1, 4096, [](Config& c, int64_t v) { c.roles.learners = int(v); });

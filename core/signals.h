@@ -1,20 +1,46 @@
 #pragma once
-// Preemption signals. mpirun passes SIGUSR1 and SIGUSR2 on to every rank (Slurm's
-// `--signal=B:USR1@N` reaches the batch shell, which forwards it to mpirun: slurm/train.sbatch);
-// srun and Slurm's own preemption send SIGTERM to every task. Every rank catches SIGUSR1 and
-// SIGTERM and only records them: the learners read the flag at an update boundary, agree to stop
-// with stop_reason "preempted", take a checkpoint and exit with kExitPreempted. Actors and the
-// replay go on until the ordinary stop sequence reaches them. SIGUSR2 is the replay's "dump now".
+// Stop signals, and who sent them. Every rank catches SIGUSR1, SIGTERM and SIGINT and only
+// records them; the learners read the record at an update boundary.
+//
+// - Preempt: SIGUSR1 (Slurm's `--signal=B:USR1@N` reaches the batch shell, slurm/train.sbatch
+//   forwards it to mpirun, mpirun passes it to every rank), or SIGTERM from anyone but an Open MPI
+//   launcher (srun's tasks and Slurm's own preemption get SIGTERM from slurmstepd; `kill` by hand).
+//   The learners agree to stop with stop_reason "preempted", take a final checkpoint and exit with
+//   kExitPreempted.
+// - Interrupt: SIGINT (Ctrl-C): stop_reason "interrupted", the same graceful stop, exit kExitInterrupted.
+// - LauncherAbort: SIGTERM sent by the rank's own Open MPI launcher (its parent is orted or
+//   mpirun). Open MPI sends it only when it tears the job down — a rank or a node's daemon was
+//   lost, or mpirun itself got SIGTERM/SIGINT — and follows it with SIGKILL one second later
+//   (odls_base_sigkill_timeout), so no checkpoint can be agreed: learner 0 saves the model and a
+//   summary with stop_reason "aborted" at once and exits. It is never taken for a preemption.
+// SIGUSR2 is the replay's "dump now".
 namespace mpirl {
 
-// Exit code of a run that stopped for a signal after its final checkpoint (EX_TEMPFAIL: try
+// Exit code of a run that stopped for a preemption after its final checkpoint (EX_TEMPFAIL: try
 // again). slurm/train.sbatch requeues the job on it; every other code ends the job.
 inline constexpr int kExitPreempted = 75;
+// Exit code of a run stopped by SIGINT after its final checkpoint (128 + SIGINT, as shells do).
+inline constexpr int kExitInterrupted = 130;
+// Exit code of a rank that left because its launcher was ending the job (128 + SIGTERM).
+inline constexpr int kExitAborted = 143;
 
-void install_preempt_handlers();
-// The signal that asked this rank to stop (SIGUSR1 or SIGTERM), 0 if none.
-int preempt_signal();
-// Test seam: records a preemption as if `sig` had arrived.
-void request_preempt(int sig);
+enum class StopSignal { None = 0, Preempt, Interrupt, LauncherAbort };
+
+// Installs the handlers; decides once whether the parent process is an Open MPI launcher.
+void install_stop_handlers();
+// What the signals received so far ask for, for the stop reason: an interrupt wins (Ctrl-C on
+// mpirun reaches the ranks as SIGINT and then as the launcher's SIGTERM), then a launcher's abort,
+// then a preemption.
+StopSignal stop_signal();
+// The launcher sent SIGTERM: SIGKILL follows within a second, so only what needs no peer is done.
+bool launcher_ending_job();
+// "preempted", "interrupted", "aborted", or "" for None.
+const char* stop_reason_of(StopSignal s);
+// The number of the last stop signal received (0 if none), for messages.
+int stop_signal_number();
+// Test seam: records `sig` as if it had arrived from a launcher (`from_launcher`) or from anyone else.
+void request_stop(int sig, bool from_launcher = false);
+// Whether `parent_comm` (a process name as in /proc/PID/comm) is an Open MPI launcher.
+bool is_open_mpi_launcher(const char* parent_comm);
 
 }  // namespace mpirl

@@ -1,6 +1,8 @@
 #include "learner/learner.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -23,13 +25,24 @@ namespace mpirl::learner {
 namespace {
 
 // The learner's device, and what the choice of gradient reducer needs to know about it.
-ReducerRequest pick_device(const Config& cfg, const Comms& comms) {
-  const int visible = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
+// `picked`: the GPU index chosen (-1: CPU), for the summary's table.
+ReducerRequest pick_device(const Config& cfg, const Comms& comms, int* picked) {
+  int visible = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
+  // Test seam (tests/cluster): MPIRL_FAKE_GPUS=N on a machine without CUDA makes the pick as if N
+  // GPUs were visible on every node; the learner still trains on the CPU and reports the pick.
+  const char* fake = std::getenv("MPIRL_FAKE_GPUS");
+  const bool faked = visible == 0 && fake != nullptr && std::atoi(fake) > 0;
+  if (faked) visible = std::atoi(fake);
   auto p = pick_gpu(cfg.learner.device, comms.node_learner_index, comms.node_learners, visible, comms.rank,
                     comms.host(comms.rank));
   if (!p.note.empty()) spdlog::warn("{}", p.note);
+  *picked = p.device;
   ReducerRequest r;
-  if (p.device >= 0) r.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(p.device));
+  if (faked)
+    spdlog::info("MPIRL_FAKE_GPUS={}: learner rank {} @ {} (node index {} of {}) would use cuda:{}; training on the CPU",
+                 visible, comms.rank, comms.host(comms.rank), comms.node_learner_index, comms.node_learners, p.device);
+  else if (p.device >= 0)
+    r.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(p.device));
   r.shared_gpu = p.shared;
   r.timeout_s = cfg.learner.collective_timeout_s;
   r.rank = comms.rank;
@@ -66,11 +79,12 @@ class Publisher {
 // learner 0) is taken by all at the same update boundary; the update happens unless no learner
 // kept any sequence (every one too old), since all learners must take the same optimizer steps.
 struct Agreed {
-  int stop = 0;  // 0 go on, 1 stop, 2 preempted
+  int stop = 0;  // 0 go on, 1 stop, 2 preempted, 3 interrupted
   bool update = false, checkpoint = false;
 };
 Agreed agree(const Comms& comms, const std::string& reason, bool kept_any, bool checkpoint) {
-  int v[3] = {reason.empty() ? 0 : reason == "preempted" ? 2 : 1, kept_any ? 1 : 0, checkpoint ? 1 : 0};
+  const int stop = reason.empty() ? 0 : reason == "interrupted" ? 3 : reason == "preempted" ? 2 : 1;
+  int v[3] = {stop, kept_any ? 1 : 0, checkpoint ? 1 : 0};
   if (comms.layout.learners > 1) MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, comms.learners));
   return {v[0], v[1] != 0, v[2] != 0};
 }
@@ -89,6 +103,19 @@ double param_difference(const Comms& comms, models::Policy& policy) {
   return d;
 }
 
+// Learner 0: the placement of every rank, and the GPU each learner picked (-1: CPU).
+nlohmann::json rank_table(const Comms& comms, int picked) {
+  std::vector<int> picks(size_t(comms.layout.learners));
+  MPIRL_MPI(MPI_Gather(&picked, 1, MPI_INT, picks.data(), 1, MPI_INT, 0, comms.learners));
+  auto t = nlohmann::json::array();
+  for (int r = 0; r < comms.layout.world; ++r) {
+    nlohmann::json row = {{"rank", r}, {"role", role_name(comms.layout.role_of(r))}, {"host", comms.host(r)}};
+    if (r < comms.layout.learners) row["gpu"] = picks[size_t(r)];
+    t.push_back(row);
+  }
+  return t;
+}
+
 LearnerCounts sum_counts(const Comms& comms, const LearnerCounts& c) {
   const auto v = to_array(c);
   std::array<int64_t, kLearnerCountFields> s{};
@@ -101,7 +128,10 @@ LearnerCounts sum_counts(const Comms& comms, const LearnerCounts& c) {
 int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   torch::set_num_threads(cfg.learner.threads);
   const bool lead = comms.rank == 0;
-  const ReducerRequest where = pick_device(cfg, comms);
+  int picked_gpu = -1;
+  const ReducerRequest where = pick_device(cfg, comms, &picked_gpu);
+  const nlohmann::json ranks = rank_table(comms, picked_gpu);
+  if (lead) spdlog::info("placement on {} host(s): {}", comms.num_hosts(), comms.placement());
   const torch::Device device = where.device;
   const envs::EnvSpec spec = envs::env_spec(cfg);
   const SeqLayout layout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec));
@@ -149,6 +179,34 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     publisher->poll(version);
     publisher->wait();
   }
+  // Open MPI's launcher is tearing the job down (a rank or node lost, or mpirun stopped) and
+  // SIGKILLs every rank a second after its SIGTERM: no peer can be waited for. Learner 0 saves
+  // what needs no peer (model.pt, a summary saying why) and every learner leaves at once.
+  auto leave_if_launcher_ends_job = [&] {
+    if (!launcher_ending_job()) return;
+    if (lead) {
+      const std::string last = ckpt::latest(start.run_dir).dir;
+      spdlog::error("Open MPI's launcher is ending the job (SIGTERM from orted/mpirun at update {}): a rank or a "
+                    "node was lost, or mpirun itself was stopped -- mpirun's message names which. Not a "
+                    "preemption: no final checkpoint; {}",
+                    version, last.empty() ? "there is no complete checkpoint to resume from"
+                                          : "a resume continues from " + last);
+      try {
+        run.save_model(policy, spec);
+        nlohmann::json why = {{"segment", start.segment},
+                              {"stop_note", "Open MPI's launcher ended the job (SIGTERM from orted/mpirun): a rank "
+                                            "or node was lost, or mpirun was stopped; see mpirun's message"},
+                              {"checkpoint", last}};
+        run.write_summary(stop_reason_of(stop_signal()), why, false);
+      } catch (const std::exception& e) {
+        spdlog::error("could not save the model and summary before leaving: {}", e.what());
+      }
+    }
+    spdlog::default_logger()->flush();
+    std::fflush(nullptr);
+    std::_Exit(kExitAborted);
+  };
+  checkpoints.start_at(version);
   source.start();
   double last_batch = now_seconds();
   auto while_waiting = [&] {
@@ -161,11 +219,13 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
                               "run.stall_timeout_s = {} s: a stalled replay, or no actor delivering",
                               comms.rank, comms.layout.replay_rank(), comms.host(comms.layout.replay_rank()), silent,
                               cfg.run.stall_timeout_s));
-    return !run.wall_limit_reached() && preempt_signal() == 0;
+    leave_if_launcher_ends_job();
+    return !run.wall_limit_reached() && stop_signal() == StopSignal::None;
   };
   std::string reason;
   for (;;) {
     fault_point();
+    leave_if_launcher_ends_job();
     const double t0 = now_seconds();
     Batch* b = source.next(version, while_waiting);
     run.add_wait(now_seconds() - t0);
@@ -175,8 +235,9 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     }
     reason = run.stop_reason();
     if (!b && reason.empty()) reason = "max_wall_seconds";
-    const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due());
+    const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due(version));
     if (a.stop == 2) reason = "preempted";
+    if (a.stop == 3) reason = "interrupted";
     if (a.stop) break;
     if (a.checkpoint) checkpoints.begin(version, false);  // before this batch: the state after `version` updates
     run.on_trained(*b);  // counted only for batches that are trained on (or all masked out)
@@ -191,8 +252,9 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     run.maybe_log();
   }
   if (reason.empty()) reason = "max_wall_seconds";  // another learner reached its wall-clock limit
-  if (reason == "preempted" && lead)
-    spdlog::warn("preempted (SIGUSR1/SIGTERM): stopping at update {} after a final checkpoint", version);
+  if ((reason == "preempted" || reason == "interrupted") && lead)
+    spdlog::warn("{} (signal {}): stopping at update {} after a final checkpoint", reason, stop_signal_number(),
+                 version);
 
   // Shutdown (comm/protocol.h): actors stop; the model and a first summary are written before
   // the replay's final dump, so they never depend on it; then the replay says goodbye with its
@@ -202,7 +264,9 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
                           {"gradient_reducer", reducer->name()},
                           {"learner_step", trainer.describe()},
                           {"num_params", models::num_params(policy)},
-                          {"learner_param_max_abs_diff", param_difference(comms, policy)}};
+                          {"learner_param_max_abs_diff", param_difference(comms, policy)},
+                          {"hosts", comms.num_hosts()},
+                          {"ranks", ranks}};
   if (publisher)
     extra["params_published"] = {{"broadcasts", publisher->schedule().published()},
                                  {"last_version", publisher->schedule().last_version()}};
@@ -231,9 +295,12 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
       spdlog::error("replay dump failed {} time(s); last error: {}", final_status.dump.failures,
                     final_status.dump.last_error);
   }
-  // Learner 0 gives a preempted job its exit code: 75 (requeue me) only when there is a complete
-  // checkpoint to resume from, since a requeued run without one would start over.
-  if (reason != "preempted" || !lead) return 0;
+  // Learner 0 gives a signalled job its exit code: 130 for an interrupt; for a preemption 75
+  // (requeue me) only when there is a complete checkpoint to resume from, since a requeued run
+  // without one would start over.
+  if (!lead) return 0;
+  if (reason == "interrupted") return kExitInterrupted;
+  if (reason != "preempted") return 0;
   if (!checkpoints.enabled()) {
     spdlog::warn("preempted with run.checkpoint = \"never\": nothing to resume; exit 0");
     return 0;

@@ -10,9 +10,10 @@
 
 namespace mpirl::learner {
 
-// Returns the rank's exit code: 0; on learner 0 of a run stopped by a signal, kExitPreempted
+// Returns the rank's exit code: 0; on learner 0 of a preempted run, kExitPreempted
 // (core/signals.h) when a complete checkpoint exists to resume from, 1 when none does, 0 with
-// run.checkpoint = "never".
+// run.checkpoint = "never"; kExitInterrupted after SIGINT. When the Open MPI launcher ends the
+// job (SIGTERM from orted/mpirun), every learner leaves with kExitAborted without returning.
 int run_learner(const Config& cfg, const Comms& comms, const RunStart& start);
 
 }  // namespace mpirl::learner

@@ -95,18 +95,30 @@ LearnerState load_checkpoint(const std::string& dir, Trainer& trainer, const Com
   return s;
 }
 
+double periodic_interval_s(double configured, int hosts) {
+  if (configured >= 0) return configured;
+  return hosts > 1 ? kClusterCheckpointIntervalS : 0;
+}
+
 Checkpointer::Checkpointer(const Config& cfg, const Comms& comms, const RunStart& start, Trainer& trainer,
                            RunController& run, BatchSource& source)
-    : cfg_(cfg), comms_(comms), start_(start), trainer_(trainer), run_(run), source_(source), last_(now_seconds()) {
+    : cfg_(cfg), comms_(comms), start_(start), trainer_(trainer), run_(run), source_(source), last_(now_seconds()),
+      interval_(periodic_interval_s(cfg.run.checkpoint_interval_s, comms.num_hosts())) {
+  if (comms_.rank == 0 && enabled() && cfg.run.checkpoint_interval_s < 0)
+    spdlog::info("periodic checkpoints: {}", interval_ > 0 ? fmt::format("every {:.0f} s (run.checkpoint_interval_s = "
+                                                                         "auto on {} hosts: a lost node costs at most "
+                                                                         "that)", interval_, comms.num_hosts())
+                                                           : std::string("off (auto on one host)"));
   if (comms_.rank == 0)
     source_.on_checkpoint_done = [this](const ReplayStatus& s) {
       if (!periodic_.tmp.empty()) replay_done(periodic_, s);
     };
 }
 
-bool Checkpointer::due() const {
-  return comms_.rank == 0 && enabled() && cfg_.run.checkpoint_interval_s > 0 && periodic_.tmp.empty() &&
-         now_seconds() - last_ >= cfg_.run.checkpoint_interval_s;
+bool Checkpointer::due(int64_t version) const {
+  if (comms_.rank != 0 || !enabled() || !periodic_.tmp.empty()) return false;
+  const int64_t every = cfg_.run.checkpoint_every_updates;
+  return (interval_ > 0 && now_seconds() - last_ >= interval_) || (every > 0 && version - last_version_ >= every);
 }
 
 std::vector<LearnerCounts> Checkpointer::gather_counts() {
@@ -127,6 +139,7 @@ void Checkpointer::begin(int64_t version, bool final) {
   auto counts = gather_counts();
   if (comms_.rank != 0) return;
   last_ = now_seconds();
+  last_version_ = version;
   InFlight& f = final ? final_ : periodic_;
   try {
     f.tmp = ckpt::begin(start_.run_dir, version, final ? "final" : "periodic");

@@ -37,13 +37,23 @@ LearnerState learner_state_from_json(const nlohmann::json& j, const std::string&
 // with this learner's counts first in `counts` (the others' dropped).
 LearnerState load_checkpoint(const std::string& dir, Trainer& trainer, const Comms& comms);
 
+// run.checkpoint_interval_s < 0 ("auto"): periodic checkpoints every kClusterCheckpointIntervalS
+// when the ranks span several hosts (a lost node then costs at most that much training), none on
+// one host (a crash there loses the machine anyway; the end-of-run checkpoint is still written).
+// 300 s: a checkpoint of the default job takes well under a second; one with a 1 GB replay a few
+// seconds, about 1% of the interval.
+inline constexpr double kClusterCheckpointIntervalS = 300;
+double periodic_interval_s(double configured, int hosts);
+
 class Checkpointer {
  public:
   Checkpointer(const Config& cfg, const Comms& comms, const RunStart& start, Trainer& trainer, RunController& run,
                BatchSource& source);
   bool enabled() const { return cfg_.run.checkpoint != "never"; }
-  // Learner 0: a periodic checkpoint is due (and none is in flight).
-  bool due() const;
+  // Learner 0: a periodic checkpoint is due (none in flight; run.checkpoint_interval_s since the
+  // last one, or run.checkpoint_every_updates updates after it, counted from start_at()).
+  bool due(int64_t version) const;
+  void start_at(int64_t version) { last_version_ = version; }
   // Every learner, at an update boundary (`version` updates done): counters gathered; learner 0
   // writes learner.pt and asks the replay. `final`: the replay writes its part at the end.
   void begin(int64_t version, bool final);
@@ -69,6 +79,8 @@ class Checkpointer {
   BatchSource& source_;
   InFlight periodic_, final_;
   double last_ = 0;
+  double interval_ = 0;  // resolved run.checkpoint_interval_s (0: none)
+  int64_t last_version_ = 0;
   std::string last_sealed_;
 };
 

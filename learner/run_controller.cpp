@@ -104,7 +104,7 @@ bool RunController::wall_limit_reached() const {
 }
 
 std::string RunController::stop_reason() const {
-  if (preempt_signal() != 0) return "preempted";
+  if (const StopSignal sig = stop_signal(); sig != StopSignal::None) return stop_reason_of(sig);
   if (wall_limit_reached()) return "max_wall_seconds";
   if (!lead_) return "";
   if (status_.env_steps >= cfg_.run.total_env_steps) return "total_env_steps";

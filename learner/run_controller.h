@@ -66,8 +66,8 @@ class RunController {
   LearnerCounts& counts() { return counts_; }
 
   bool wall_limit_reached() const;
-  // Why the run should stop now ("" = go on). Any learner: "preempted" (SIGUSR1/SIGTERM, see
-  // core/signals.h), the wall clock; learner 0 also: steps, mean return.
+  // Why the run should stop now ("" = go on). Any learner: "preempted", "interrupted" or
+  // "aborted" (a signal, see core/signals.h), the wall clock; learner 0 also: steps, mean return.
   std::string stop_reason() const;
   int64_t metrics_bytes() const { return metrics_ ? metrics_->bytes() : 0; }
   void maybe_log();  // learner 0: a metrics row and the status line every run.log_interval_s

@@ -386,10 +386,14 @@ def run_resume(args, d, sets, timeout, n=5):
 def case_resume_refusals(args):
     # A corrupt newest checkpoint and a partial one are skipped for the previous complete one; an
     # unsafe config change is refused naming the key; no complete checkpoint at all is an error.
-    p, dt, d = run(args, 4, ["run.total_env_steps=300000", "run.checkpoint_interval_s=0.5", "run.keep_checkpoints=3"], 240)
-    finished_run(p, d, 300000)
+    # Checkpoints by update count, not by time: ~290 updates of 32 x 32 steps give 5 periodic ones
+    # and the final one however fast the machine is (0.5 s gave one on a fast machine).
+    p, dt, d = run(args, 4, ["run.total_env_steps=300000", "run.checkpoint_interval_s=0",
+                             "run.checkpoint_every_updates=50", "run.keep_checkpoints=3"], 240)
+    s = finished_run(p, d, 300000)
     ckpts = sorted(glob.glob(os.path.join(d, "checkpoints", "ckpt-*")))
-    check(len(ckpts) >= 2, f"{len(ckpts)} checkpoints kept")
+    check(s["learner_updates"] >= 100 and len(ckpts) == 3,
+          f"{len(ckpts)} checkpoints kept (run.keep_checkpoints = 3) after {s['learner_updates']} updates")
     newest, previous = ckpts[-1], ckpts[-2]
     with open(os.path.join(newest, "learner.pt"), "r+b") as f:  # one byte flipped: same size, other CRC
         f.seek(100)

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Multi-node tests on a cluster of namespaces on this machine (scripts/cluster-local.sh): real
+hostnames, addresses, /tmp and /dev/shm per node, Open MPI over TCP between nodes.
+  three_nodes          learner + replay on n1, actors on n2/n3: a short job finishes, the summary's
+                       rank table names each rank's host, the counts add up across nodes
+  learners_two_nodes   3 learners on 2 nodes: gradients averaged over TCP, identical parameters;
+                       each learner picks its GPU by its index among its node's learners
+                       (MPIRL_FAKE_GPUS=2: the pick without CUDA)
+  node_death           every process of an actor node killed mid-run: the job ends in seconds,
+                       mpirun names the host, the reason is not "preempted", model.pt and the
+                       summary are saved, the last periodic checkpoint resumes on the 2 nodes left
+  silent_node          an actor node's link cut (no FIN, no RST): the job ends within the bound
+                       that Open MPI's keepalive gives (scripts/cluster-local.sh), naming the host;
+                       nothing is left running on any node
+Each case brings the cluster up and down. Run one: cluster_test.py --mpirl build/mpirl --repo . --workdir DIR CASE"""
+import argparse
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mpi"))
+import mpi_test  # noqa: E402
+
+check = mpi_test.check
+ENV = dict(mpi_test.ENV)
+# Silent-node bound (README): Open MPI's keepalive on the daemon connections, 10 s idle + 3 probes
+# x 5 s (scripts/cluster-local.sh, slurm/train.sbatch), then mpirun's teardown (SIGTERM, SIGKILL
+# 1 s later): 35 s. A bound on a hang, not a speed: a faster end passes as well.
+SILENT_BOUND_S = 35
+
+
+class Cluster:
+    def __init__(self, args, n):
+        self.script = os.path.join(args.repo, "scripts", "cluster-local.sh")
+        self.n = n
+        self.sh("down")
+        p = self.sh("up", str(n))
+        check(p.returncode == 0, f"cluster of {n} nodes up")
+
+    def sh(self, *a, timeout=120):
+        p = subprocess.run(["bash", self.script, *a], capture_output=True, text=True, timeout=timeout)
+        print(p.stdout + p.stderr, flush=True)
+        return p
+
+    def cmd(self, node, *a):
+        return ["bash", self.script, "exec", node, *a]
+
+    def procs(self, node):
+        """Processes on NODE other than its holder (pid 1 there) and the holder's sleep."""
+        p = subprocess.run(["bash", self.script, "status"], capture_output=True, text=True)
+        for line in p.stdout.splitlines():
+            if line.startswith(node + ":"):
+                if " down" in line:
+                    return 0
+                return int(line.split("processes")[1].split()[0]) - 2
+        return 0
+
+    def down(self):
+        self.sh("down")
+
+
+def mpirun(args, cluster, hosts, sets, out_dir, extra=(), map_by=None):
+    cmd = cluster.cmd("n1", args.mpirun, "--host", hosts, *(["--map-by", map_by] if map_by else []),
+                      "--oversubscribe", *extra, args.mpirl, "train",
+                      "--set", f"run.out_dir={json.dumps(out_dir)}", "--set", 'run.name="run"')
+    for s in sets:
+        cmd += ["--set", s]
+    print("$", " ".join(cmd), flush=True)
+    return cmd
+
+
+def new_out(args):
+    d = os.path.join(args.workdir, f"c-{uuid.uuid4().hex[:8]}")
+    os.makedirs(d)
+    return d
+
+
+def finished(args, cluster, hosts, n, sets, map_by=None, extra=(), timeout=300):
+    out = new_out(args)
+    t0 = time.time()
+    p = subprocess.run(mpirun(args, cluster, hosts, sets, out, extra, map_by), env=ENV, capture_output=True,
+                       text=True, timeout=timeout)
+    sys.stdout.write(p.stdout[-3000:].replace("\r", "\n") + p.stderr[-3000:])
+    print(f"(took {time.time() - t0:.1f} s)")
+    return p, os.path.join(out, "run")
+
+
+def case_three_nodes(args):
+    c = Cluster(args, 3)
+    try:
+        p, d = finished(args, c, "n1:2,n2:2,n3:2", 6, ["run.total_env_steps=200000"])
+        s = mpi_test.finished_run(p, d, 200000)
+        table = {r["rank"]: (r["role"], r["host"]) for r in s["ranks"]}
+        want = {0: ("learner", "n1"), 1: ("replay", "n1"), 2: ("actor", "n2"), 3: ("actor", "n2"),
+                4: ("actor", "n3"), 5: ("actor", "n3")}
+        check(table == want, f"rank table: {table}")
+        check(s["hosts"] == 3 and s["actors"] == 4, "3 hosts, 4 actors")
+        check("placement on 3 host(s): n1: learner 0, replay 1 | n2: actors 2-3 | n3: actors 4-5" in p.stdout + p.stderr,
+              "learner 0 logs the placement")
+        # Every actor delivered: the replay counts rollouts from each actor rank.
+        check(s["replay"]["rollouts"] > 0 and s["replay"]["actor_env_steps"] >= 200000, "actors on n2 and n3 delivered")
+        check("every 300 s" in p.stdout + p.stderr, "periodic checkpoints on by default across hosts (every 300 s)")
+    finally:
+        c.down()
+
+
+def case_learners_two_nodes(args):
+    c = Cluster(args, 2)
+    try:
+        # --map-by node: ranks 0 n1, 1 n2, 2 n1 (learners), 3 n2 (replay), 4 n1, 5 n2 (actors)
+        p, d = finished(args, c, "n1:3,n2:3", 6, ["roles.learners=3", "run.total_env_steps=200000"], map_by="node",
+                        extra=["-x", "MPIRL_FAKE_GPUS=2"])
+        s = mpi_test.finished_run(p, d, 200000)
+        hosts = {r["rank"]: r["host"] for r in s["ranks"]}
+        check([hosts[r] for r in range(6)] == ["n1", "n2", "n1", "n2", "n1", "n2"], f"placement {hosts}")
+        check(s["learner_param_max_abs_diff"] == 0.0,
+              f"3 learners on 2 nodes end with identical parameters (max abs diff {s['learner_param_max_abs_diff']})")
+        check(s["gradient_reducer"].startswith("MPI_Allreduce"), f"gradients averaged over MPI/TCP ({s['gradient_reducer']})")
+        gpus = {r["rank"]: r["gpu"] for r in s["ranks"] if r["role"] == "learner"}
+        # By index among the node's learners: rank 2 is n1's second learner -> cuda:1 (its world
+        # rank modulo 2 would say cuda:0); rank 1 is n2's first -> cuda:0.
+        check(gpus == {0: 0, 1: 0, 2: 1}, f"GPU pick by node-local learner index: {gpus}")
+    finally:
+        c.down()
+
+
+def start_long_run(args, c, sets):
+    out = new_out(args)
+    d = os.path.join(out, "run")
+    cmd = mpirun(args, c, "n1:2,n2:2,n3:2", ["run.total_env_steps=1000000000", "run.log_interval_s=0.5",
+                                             "run.checkpoint_every_updates=20", *sets], out)
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc, d
+
+
+def wait_checkpoint(d, limit_s=120):
+    t0 = time.time()
+    while time.time() - t0 < limit_s:
+        if glob.glob(os.path.join(d, "checkpoints", "ckpt-*", "COMPLETE")):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def nothing_left(c, nodes):
+    for _ in range(50):
+        left = {n: c.procs(n) for n in nodes}
+        if not any(left.values()):
+            return left
+        time.sleep(0.2)
+    return left
+
+
+def case_node_death(args):
+    c = Cluster(args, 3)
+    proc = None
+    try:
+        proc, d = start_long_run(args, c, [])
+        check(wait_checkpoint(d) and mpi_test.wait_for_rows(d, 4, 60), "learning, with a periodic checkpoint")
+        before = mpi_test.latest_checkpoint(d)
+        t0 = time.time()
+        c.sh("kill", "n3")
+        out, _ = proc.communicate(timeout=120)
+        dt = time.time() - t0
+        sys.stdout.write(out[-4000:].replace("\r", "\n"))
+        print(f"node n3 killed: the job ended {dt:.1f} s later with exit {proc.returncode}")
+        check(proc.returncode != 0, f"the job failed (exit {proc.returncode})")
+        check("n3" in out and "lost communication with a remote daemon" in out, "mpirun names the lost node n3")
+        log = os.path.join(d, "..", "launcher.log")
+        open(log, "w").write(out)
+        pm = subprocess.run([sys.executable, os.path.join(args.repo, "slurm", "postmortem.py"), log, "--run", d],
+                            capture_output=True, text=True)
+        check(pm.stdout.split()[:2] == ["node_lost", "n3"], f"postmortem.py: {pm.stdout.strip()}")
+        s = mpi_test.summary(d)
+        check(s["stop_reason"] == "node_lost" and s["ranks_stop_reason"] == "aborted" and s["lost_host"] == "n3",
+              f"summary: stop_reason {s['stop_reason']}, the ranks said {s['ranks_stop_reason']}, lost {s['lost_host']}")
+        check(os.path.getsize(os.path.join(d, "model.pt")) > 0, "model.pt saved when the launcher ended the job")
+        check("preempted" not in out, "nothing says preempted")
+        left = nothing_left(c, ["n1", "n2"])
+        check(not any(left.values()), f"nothing left running on n1, n2 ({left})")
+        latest = mpi_test.latest_checkpoint(d)
+        check(latest is not None and latest >= before, f"the last periodic checkpoint {os.path.basename(latest)} is kept")
+        st, rs, _ = mpi_test.checkpoint_facts(latest)
+        # Resume on the two nodes left, with fewer actors (2 instead of 4).
+        target = st["env_steps"] + 100000
+        cmd = c.cmd("n1", args.mpirun, "--host", "n1:2,n2:2", "--oversubscribe", args.mpirl, "train", "--resume", d,
+                    "--set", f"run.total_env_steps={target}")
+        t1 = time.time()
+        p2 = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+        sys.stdout.write(p2.stdout[-2000:].replace("\r", "\n") + p2.stderr[-2000:])
+        print(f"resumed on n1+n2 and ran to {target} env steps in {time.time() - t1:.1f} s")
+        s2 = mpi_test.finished_run(p2, d, target)
+        mpi_test.check_resumed(d, latest, st, rs)
+        check(s2["actors"] == 2 and s2["resumed_from"] == latest, "resumed from the checkpoint with 2 actors")
+    finally:
+        if proc and proc.poll() is None:
+            proc.kill()
+        c.down()
+
+
+def case_silent_node(args):
+    c = Cluster(args, 3)
+    proc = None
+    try:
+        proc, d = start_long_run(args, c, [])
+        check(mpi_test.wait_for_rows(d, 4, 90), "learning (4 metrics rows)")
+        t0 = time.time()
+        c.sh("cut", "n3")
+        try:
+            out, _ = proc.communicate(timeout=4 * SILENT_BOUND_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        dt = time.time() - t0
+        sys.stdout.write(out[-4000:].replace("\r", "\n"))
+        print(f"n3's link cut: the job ended {dt:.1f} s later with exit {proc.returncode}")
+        check(dt <= SILENT_BOUND_S, f"ended within {SILENT_BOUND_S} s of the cut ({dt:.1f} s)")
+        check(proc.returncode != 0 and "n3" in out, "the job failed naming n3")
+        left = nothing_left(c, ["n1", "n2", "n3"])
+        check(not any(left.values()), f"nothing left running on any node, n3 included ({left})")
+    finally:
+        if proc and proc.poll() is None:
+            proc.kill()
+        c.down()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpirl", required=True)
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("case")
+    args = ap.parse_args()
+    args.mpirl, args.repo, args.workdir = map(os.path.abspath, (args.mpirl, args.repo, args.workdir))
+    os.makedirs(args.workdir, exist_ok=True)
+    globals()[f"case_{args.case}"](args)
+    print(f"PASSED: {args.case}")
+
+
+if __name__ == "__main__":
+    main()
