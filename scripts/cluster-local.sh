@@ -153,12 +153,13 @@ node_procs() { # name
   return 0
 }
 
-kill_node() { # name: SIGKILL to all of it at once, like a power cut on the node's processes
-  local name=$1 pids
+kill_node() { # name: SIGKILL to every process of the node at once; its kernel (the namespace) closes
+  # their sockets as a live node's would, then the namespace goes with its last process.
+  local name=$1 pids i upid
   pids=$(node_procs "$name" | tr '\n' ' ')
   [ -n "$pids" ] && kill -KILL $pids 2>/dev/null || true
-  local upid
   upid=$(cat "$STATE/nodes/$name/unshare-pid" 2>/dev/null) && kill -KILL "$upid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do [ -z "$(node_procs "$name")" ] && break; sleep 0.05; done
   ip link del "mpirl-$name" 2>/dev/null || true
 }
 

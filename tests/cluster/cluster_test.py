@@ -51,13 +51,13 @@ class Cluster:
         return ["bash", self.script, "exec", node, *a]
 
     def procs(self, node):
-        """Processes on NODE other than its holder (pid 1 there) and the holder's sleep."""
+        """Processes on NODE other than its own three (unshare, the holder, the holder's sleep)."""
         p = subprocess.run(["bash", self.script, "status"], capture_output=True, text=True)
         for line in p.stdout.splitlines():
             if line.startswith(node + ":"):
                 if " down" in line:
                     return 0
-                return int(line.split("processes")[1].split()[0]) - 2
+                return int(line.split("processes")[1].split()[0]) - 3
         return 0
 
     def down(self):
@@ -133,7 +133,7 @@ def start_long_run(args, c, sets):
     out = new_out(args)
     d = os.path.join(out, "run")
     cmd = mpirun(args, c, "n1:2,n2:2,n3:2", ["run.total_env_steps=1000000000", "run.log_interval_s=0.5",
-                                             "run.checkpoint_every_updates=20", *sets], out)
+                                             "run.checkpoint_every_updates=200", *sets], out)
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc, d
 
