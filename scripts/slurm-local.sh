@@ -5,6 +5,7 @@
 #                                    start munged, slurmctld, slurmd; wait until the node is idle
 #   scripts/slurm-local.sh stop      stop slurmd, slurmctld and munged
 #   scripts/slurm-local.sh status    show the daemons and sinfo; exit 1 unless the node is usable
+#   scripts/slurm-local.sh install   only install munge + Slurm (for scripts/cluster-local.sh --slurm)
 # Idempotent: running daemons are left alone unless slurm.conf changed (then Slurm is restarted).
 # Notes: one partition `debug` with OverSubscribe=FORCE:4, so several jobs can share the 2 cores;
 # AuthInfo=cred_expire=10 makes a requeued job eligible again after 11 s instead of 121 s
@@ -176,11 +177,12 @@ status() {
 
 case ${1:-start} in
   start) start ;;
+  install) install_packages ;;  # the packages only (scripts/cluster-slurm.sh runs its own daemons)
   stop)
     stop_slurm
     stop_pid /run/munge/munged.pid munged
     echo "slurm-local: stopped"
     ;;
   status) status ;;
-  *) die "usage: $0 [start|stop|status]" ;;
+  *) die "usage: $0 [start|stop|status|install]" ;;
 esac

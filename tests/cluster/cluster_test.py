@@ -21,10 +21,13 @@ import signal
 import subprocess
 import sys
 import time
+import types
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mpi"))
 import mpi_test  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "slurm"))
+import slurm_test  # noqa: E402
 
 check = mpi_test.check
 ENV = dict(mpi_test.ENV)
@@ -35,12 +38,14 @@ SILENT_BOUND_S = 35
 
 
 class Cluster:
-    def __init__(self, args, n):
+    def __init__(self, args, n, with_slurm=False):
         self.script = os.path.join(args.repo, "scripts", "cluster-local.sh")
         self.n = n
         self.sh("down")
-        p = self.sh("up", str(n))
-        check(p.returncode == 0, f"cluster of {n} nodes up")
+        p = self.sh("up", str(n), *(["--slurm"] if with_slurm else []), timeout=600)
+        check(p.returncode == 0, f"cluster of {n} nodes up{' with Slurm' if with_slurm else ''}")
+        if with_slurm:  # Slurm's commands run on n1, as on a login node
+            slurm_test.PREFIX[:] = ["bash", self.script, "exec", "n1"]
 
     def sh(self, *a, timeout=120):
         p = subprocess.run(["bash", self.script, *a], capture_output=True, text=True, timeout=timeout)
@@ -226,6 +231,81 @@ def case_silent_node(args):
     finally:
         if proc and proc.poll() is None:
             proc.kill()
+        c.down()
+
+
+def slurm_job(args, name, train_args, nodes, wait=False):
+    out = new_out(args)
+    p, job, log = slurm_test.submit(args, name, out, train_args, extra=["-N", nodes], wait=wait)
+    check(p.returncode == 0 and job, f"sbatch -N {nodes}: job {job}")
+    return job, log, os.path.join(out, f"{name}-{job}")
+
+
+def case_slurm_placement(args):
+    # sbatch -N 3 slurm/train.sbatch: the learner and the replay on the first node, 2 actors on
+    # each other node (MPIRL_ACTORS_PER_NODE=2), TCP between nodes, the job finishes.
+    c = Cluster(args, 3, with_slurm=True)
+    try:
+        job, log, d = slurm_job(args, "mpirl-place", ["--set", "run.total_env_steps=200000"], "3", wait=True)
+        text = open(log).read()
+        print(text[-3000:])
+        s = mpi_test.finished_run(types.SimpleNamespace(returncode=0), d, 200000)
+        table = {r["rank"]: (r["role"], r["host"]) for r in s["ranks"]}
+        want = {0: ("learner", "n1"), 1: ("replay", "n1"), 2: ("actor", "n2"), 3: ("actor", "n2"),
+                4: ("actor", "n3"), 5: ("actor", "n3")}
+        check(table == want, f"placement as asked: {table}")
+        check("learner nodes: n1; actor nodes: n2 n3" in text and "mpirl exited with 0" in text,
+              "the job log names the nodes and the exit")
+    finally:
+        c.down()
+
+
+def case_slurm_preempt(args):
+    # USR1 to the batch shell of a 3-node job -> checkpoint -> exit 75 -> requeue -> resume -> finish,
+    # counters and replay CRC equal the checkpoint's (tests/slurm/slurm_test.py's checks).
+    c = Cluster(args, 3, with_slurm=True)
+    try:
+        slurm_test.SBATCH_EXTRA[:] = ["-N", "3"]
+        slurm_test.case_preempt_requeue(args)
+    finally:
+        c.down()
+
+
+def case_slurm_node_death(args):
+    # A 2-3 node job loses n3: mpirun ends in seconds, the script names the node, requeues from the
+    # last periodic checkpoint, and the job resumes on the two nodes left (2 actors instead of 4).
+    c = Cluster(args, 3, with_slurm=True)
+    job = None
+    try:
+        job, log, d = slurm_job(args, "mpirl-nodefail", ["--set", "run.total_env_steps=2000000", "--set",
+                                                         "run.checkpoint_every_updates=200", "--set",
+                                                         "run.log_interval_s=0.5"], "2-3")
+        check(wait_checkpoint(d, 180) and slurm_test.job_field(job, "NumNodes") == "3",
+              "running on 3 nodes, with a periodic checkpoint")
+        before = mpi_test.latest_checkpoint(d)
+        t0 = time.time()
+        c.sh("kill", "n3")
+        while time.time() - t0 < 120 and int(slurm_test.job_field(job, "Restarts") or 0) < 1:
+            time.sleep(0.5)
+        t_rq = time.time() - t0
+        check(int(slurm_test.job_field(job, "Restarts") or 0) >= 1, f"job {job} requeued {t_rq:.1f} s after n3 died")
+        while time.time() - t0 < 400 and slurm_test.job_field(job, "JobState") not in (
+                "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"):
+            time.sleep(1)
+        state = slurm_test.job_field(job, "JobState")
+        text = open(log).read()
+        print("\n".join(l for l in text.splitlines() if "steps  " not in l)[-6000:])
+        print(f"n3 killed; requeued after {t_rq:.1f} s; the job ended {state} {time.time() - t0:.1f} s after the kill")
+        check(state == "COMPLETED", f"the requeued job completed ({state})")
+        check("node_lost n3" in text and "requeueing job" in text and "restart 1" in text,
+              "the job log names the lost node n3, the requeue and the restart")
+        s = mpi_test.finished_run(types.SimpleNamespace(returncode=0), d, 2000000)
+        resumed = s["resumed_from"]
+        check(s["segment"] >= 1 and resumed >= before and s["actors"] == 2 and s["hosts"] == 2,
+              f"resumed from {os.path.basename(resumed)} on 2 nodes with 2 actors, finished ({s['stop_reason']})")
+    finally:
+        if job and slurm_test.job_field(job, "JobState") in ("PENDING", "RUNNING", "REQUEUED"):
+            slurm_test.slurm("scancel", job)
         c.down()
 
 

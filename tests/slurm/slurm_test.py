@@ -19,6 +19,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mpi_test  # noqa: E402  (check, summary, finished_run, checkpoint_facts, check_resumed)
 
 check = mpi_test.check
+# Where Slurm's commands run: here (scripts/slurm-local.sh), or on a node of the namespace cluster
+# (tests/cluster sets ["bash", "scripts/cluster-local.sh", "exec", "n1"]); extra sbatch flags (-N 3).
+PREFIX = []
+SBATCH_EXTRA = []
 
 
 def sh(*cmd, timeout=60):
@@ -26,16 +30,20 @@ def sh(*cmd, timeout=60):
     return p.returncode, p.stdout.strip(), p.stderr.strip()
 
 
+def slurm(*cmd, timeout=60):
+    return sh(*PREFIX, *cmd, timeout=timeout)
+
+
 def job_field(job, field):
-    rc, out, _ = sh("scontrol", "show", "job", str(job))
+    rc, out, _ = slurm("scontrol", "show", "job", str(job))
     m = re.search(rf"\b{field}=(\S+)", out)
     return m.group(1) if rc == 0 and m else None
 
 
 def submit(args, name, out_dir, train_args, extra=(), wait=False):
     job_out = os.path.join(out_dir, "job-%j.out")
-    cmd = ["sbatch", "--parsable", f"--job-name={name}", f"--output={job_out}", "--time=10",
-           f"--export=ALL,MPIRL_BIN={args.mpirl},MPIRL_ACTORS_PER_NODE=2", *extra]
+    cmd = [*PREFIX, "sbatch", "--parsable", f"--job-name={name}", f"--output={job_out}", "--time=10",
+           f"--export=ALL,MPIRL_BIN={args.mpirl},MPIRL_ACTORS_PER_NODE=2", *SBATCH_EXTRA, *extra]
     if wait:
         cmd.append("--wait")
     cmd += [os.path.join(args.repo, "slurm", "train.sbatch"), "--set", f"run.out_dir={json.dumps(out_dir)}",
@@ -48,9 +56,10 @@ def submit(args, name, out_dir, train_args, extra=(), wait=False):
 
 
 def setup(args):
-    rc, out, err = sh("bash", os.path.join(args.repo, "scripts", "slurm-local.sh"), "start", timeout=500)
-    print(out, err)
-    check(rc == 0, "the local Slurm is up (scripts/slurm-local.sh start)")
+    if not PREFIX:  # tests/cluster brings up its own Slurm
+        rc, out, err = sh("bash", os.path.join(args.repo, "scripts", "slurm-local.sh"), "start", timeout=500)
+        print(out, err)
+        check(rc == 0, "the local Slurm is up (scripts/slurm-local.sh start)")
     out_dir = os.path.join(args.workdir, f"s-{uuid.uuid4().hex[:8]}")
     os.makedirs(out_dir)
     return out_dir
@@ -83,7 +92,7 @@ def case_preempt_requeue(args):
     d = os.path.join(out_dir, f"{name}-{job}")
     try:
         check(mpi_test.wait_for_rows(d, 4, 180), "the job is learning (4 metrics rows)")
-        rc, out, err = sh("scancel", "--signal=USR1", "--batch", job)
+        rc, out, err = slurm("scancel", "--signal=USR1", "--batch", job)
         check(rc == 0, f"scancel --signal=USR1 --batch {job} ({err})")
         t_sig = time.time()
         # The first run ends "preempted"; its summary and final checkpoint stay until the resumed one ends.
@@ -115,7 +124,7 @@ def case_preempt_requeue(args):
         check(state == "COMPLETED", f"the requeued job completed ({state}, exit {job_field(job, 'ExitCode')})")
     finally:
         if job_field(job, "JobState") in ("PENDING", "RUNNING", "REQUEUED"):
-            sh("scancel", job)
+            slurm("scancel", job)
     s = mpi_test.finished_run(types.SimpleNamespace(returncode=0), d, st["env_steps"] + 1)
     check(s["segment"] == 1 and s["resumed_from"] == ckpt and s["stop_reason"] == "max_wall_seconds",
           f"the same run resumed from {os.path.basename(ckpt)} and finished ({s['stop_reason']})")
