@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A cluster of real nodes on this one machine: each node is a set of Linux namespaces (network,
-# hostname, mounts, IPC, PIDs) with its own hostname, address, /tmp, /dev/shm and /etc/hosts, on a
+# hostname, mounts, IPC) with its own hostname, address, /tmp, /dev/shm and /etc/hosts, on a
 # private bridge with no uplink. The checkout stays shared, as a cluster's shared filesystem.
+# Processes stay in the machine's PID namespace and see its /proc: with a PID namespace per node
+# and the machine's /proc, slurmstepd reads /proc/<its own pid> and fails; with a /proc per node,
+# mpirun could not reach a sibling node. A node's processes are those in its network namespace.
 #
 #   scripts/cluster-local.sh up N [--slurm]  nodes n1..nN (idempotent; --slurm adds a head node
 #                                            with slurmctld, one slurmd per node, its own munged)
@@ -68,20 +71,16 @@ EOF
   return 0
 }
 
-# Enter a node's namespaces. With `pid`, the command also joins the node's PID namespace (only
-# possible from the machine's own, an ancestor); otherwise it stays in the caller's.
-enter() { # name pid|nopid cmd...
-  local name=$1 mode=$2 pid; shift 2
+enter() { # name cmd...: run in a node's namespaces
+  local name=$1 pid; shift
   pid=$(holder_pid "$name") || die "node $name is not up"
-  local flags=(-t "$pid" -m -u -n -i)
-  [ "$mode" = pid ] && flags+=(-p)
-  nsenter "${flags[@]}" --wd="$PWD" -- "$@"
+  nsenter -t "$pid" -m -u -n -i --wd="$PWD" -- "$@"
 }
 
 write_helpers() {
   mkdir -p "$STATE/bin"
-  # The node's first process (PID 1 of its PID namespace): hostname, private /tmp and /dev/shm,
-  # its /etc/hosts; paths of the shared checkout under /tmp are bound back into the new /tmp.
+  # The node's first process (it holds the namespaces): hostname, private /tmp and /dev/shm, its
+  # /etc/hosts; paths of the shared checkout under /tmp are bound back into the new /tmp.
   cat >"$STATE/bin/holder" <<'EOF'
 #!/bin/bash
 set -eu
@@ -100,41 +99,32 @@ touch "$state/nodes/$name/ready"
 trap 'exit 0' TERM
 while :; do sleep 3600 & wait $! || true; done
 EOF
-  # Open MPI's launcher (plm_rsh_agent): `rsh [options] HOST COMMAND...`, like ssh. The daemon
-  # joins the node's PID namespace when the caller may (mpirun started from the machine or by
-  # `exec`); a clean environment as over ssh, with PATH and LD_LIBRARY_PATH kept.
+  # Open MPI's launcher (plm_rsh_agent): `rsh [options] HOST COMMAND...`, like ssh: the daemon
+  # runs in the node's namespaces with a clean environment (PATH and LD_LIBRARY_PATH kept).
   cat >"$STATE/bin/rsh" <<EOF
 #!/bin/bash
 while [[ \${1:-} == -* ]]; do shift; done
 host=\${1:?usage: rsh HOST COMMAND}; shift
 name=\$(awk -v h="\$host" '\$1 == h || \$2 == h {print \$2; exit}' "$STATE/hosts")
 pid=\$(cat "$STATE/nodes/\${name:-\$host}/pid" 2>/dev/null) || { echo "rsh: no node \$host" >&2; exit 255; }
-clean=(env -i PATH="\$PATH" LD_LIBRARY_PATH="\${LD_LIBRARY_PATH:-}" HOME="\${HOME:-/root}" /bin/bash -c "\$*")
-nsenter -t "\$pid" -m -u -n -i -p --wd=/ -- true 2>/dev/null &&
-  exec nsenter -t "\$pid" -m -u -n -i -p --wd=/ -- "\${clean[@]}"
-exec nsenter -t "\$pid" -m -u -n -i --wd=/ -- "\${clean[@]}"
+exec nsenter -t "\$pid" -m -u -n -i --wd=/ -- \
+  env -i PATH="\$PATH" LD_LIBRARY_PATH="\${LD_LIBRARY_PATH:-}" HOME="\${HOME:-/root}" /bin/bash -c "\$*"
 EOF
   chmod +x "$STATE/bin/holder" "$STATE/bin/rsh"
 }
 
 start_node() { # name
-  local name=$1 ip upid pid i
+  local name=$1 ip pid i
   ip=$(node_ip "$name")
   holder_pid "$name" >/dev/null && return 0
   rm -rf "$STATE/nodes/$name"
   mkdir -p "$STATE/nodes/$name"
-  setsid unshare --net --uts --mount --ipc --pid --fork --propagation private \
+  setsid unshare --net --uts --mount --ipc --propagation private \
     /bin/bash "$STATE/bin/holder" "$name" "$STATE" </dev/null >"$STATE/nodes/$name/holder.log" 2>&1 &
-  upid=$!
-  pid=""
-  for ((i = 0; i < 100; i++)); do
-    pid=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null | awk '{print $1}')
-    [ -n "$pid" ] && [ -e "$STATE/nodes/$name/ready" ] && break
-    sleep 0.05
-  done
+  pid=$!
+  for ((i = 0; i < 100; i++)); do [ -e "$STATE/nodes/$name/ready" ] && break; sleep 0.05; done
   [ -e "$STATE/nodes/$name/ready" ] || { cat "$STATE/nodes/$name/holder.log" >&2; die "node $name did not start"; }
   echo "$pid" >"$STATE/nodes/$name/pid"
-  echo "$upid" >"$STATE/nodes/$name/unshare-pid"
   readlink "/proc/$pid/ns/net" >"$STATE/nodes/$name/netns"
   ip link del "mpirl-$name" 2>/dev/null || true
   ip link add "mpirl-$name" type veth peer name eth0 netns "$pid"
@@ -142,8 +132,7 @@ start_node() { # name
   nsenter -t "$pid" -n sh -c "ip link set lo up && ip addr add $ip/24 dev eth0 && ip link set eth0 up"
 }
 
-# Every process whose network namespace is the node's (the holder's PID namespace holds most of
-# them; mpirun started by `exec` and its local ranks live in the machine's PID namespace).
+# Every process whose network namespace is the node's.
 node_procs() { # name
   local ns p
   ns=$(cat "$STATE/nodes/$1/netns" 2>/dev/null) || return 0
@@ -153,13 +142,26 @@ node_procs() { # name
   return 0
 }
 
-kill_node() { # name: SIGKILL to every process of the node at once; its kernel (the namespace) closes
-  # their sockets as a live node's would, then the namespace goes with its last process.
-  local name=$1 pids i upid
-  pids=$(node_procs "$name" | tr '\n' ' ')
-  [ -n "$pids" ] && kill -KILL $pids 2>/dev/null || true
-  upid=$(cat "$STATE/nodes/$name/unshare-pid" 2>/dev/null) && kill -KILL "$upid" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do [ -z "$(node_procs "$name")" ] && break; sleep 0.05; done
+# A node's jobs: its processes less the holder and the holder's sleep.
+job_procs() { # name
+  local holder p
+  holder=$(cat "$STATE/nodes/$1/pid" 2>/dev/null)
+  for p in $(node_procs "$1"); do
+    [ "$p" = "$holder" ] && continue
+    [ "$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null)" = "$holder" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && continue
+    echo "$p"
+  done
+}
+
+kill_node() { # name: SIGKILL to every process of the node at once (again for any forked meanwhile);
+  # the namespace closes their sockets as a live node's kernel would, then goes with its last process.
+  local name=$1 pids i
+  for ((i = 0; i < 100; i++)); do
+    pids=$(node_procs "$name" | tr '\n' ' ')
+    [ -z "$pids" ] && break
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.05
+  done
   ip link del "mpirl-$name" 2>/dev/null || true
 }
 
@@ -204,7 +206,7 @@ status() {
   [ -d "$STATE/nodes" ] || { echo "no cluster (scripts/cluster-local.sh up N)"; return 1; }
   for i in $(nodes); do
     if pid=$(holder_pid "$i"); then
-      echo "$i: up  $(node_ip "$i")  holder pid $pid  processes $(node_procs "$i" | wc -l)  link $(cat "/sys/class/net/mpirl-$i/operstate" 2>/dev/null || echo gone)"
+      echo "$i: up  $(node_ip "$i")  holder pid $pid  processes $(job_procs "$i" | wc -l)  link $(cat "/sys/class/net/mpirl-$i/operstate" 2>/dev/null || echo gone)"
     else
       echo "$i: down"; ok=1
     fi
@@ -223,7 +225,7 @@ case $cmd in
     name=${1:?usage: exec NODE CMD...}; shift
     (($#)) || die "usage: exec NODE CMD..."
     mapfile -t extra < <(mca_env)
-    enter "$name" nopid env "${extra[@]}" "$@"
+    enter "$name" env "${extra[@]}" "$@"
     ;;
   kill) [ -n "${1:-}" ] && [ -d "$STATE/nodes/$1" ] || die "usage: kill NODE (an up node)"; kill_node "$1"; log "killed $1" ;;
   cut) ip link set "mpirl-${1:?usage: cut NODE}" down && log "cut $1's link" ;;

@@ -19,12 +19,12 @@ WAIT_S=${SLURM_LOCAL_WAIT_S:-60}
 log() { echo "[cluster-slurm] $*"; }
 die() { echo "[cluster-slurm] error: $*" >&2; exit 1; }
 
-# Run in a node's namespaces, its PID namespace included, with the cluster's Slurm config.
+# Run in a node's namespaces with the cluster's Slurm config.
 on() { # node cmd...
   local pid
   pid=$(cat "$STATE/nodes/$1/pid") || die "node $1 is not up"
   shift
-  nsenter -t "$pid" -m -u -n -i -p --wd=/ -- env SLURM_CONF="$CONF" "$@"
+  nsenter -t "$pid" -m -u -n -i --wd=/ -- env SLURM_CONF="$CONF" "$@"
 }
 
 running() { # node program: whether PROGRAM runs in NODE's network namespace (/proc is the machine's)

@@ -101,8 +101,13 @@ def cluster_env_only(args, nodes, actors, sets, work):
              "--ceiling", args.ceiling] + [x for s in sets for x in ("--set", s)]
     sbatch_wait(args, cmd + ["--wrap", " ".join(json.dumps(x) if " " in x or '"' in x else x for x in inner)],
                 "env-only point")
-    per_node = json.loads(open(out).read().strip().splitlines()[-1])["sps"]
-    return per_node * nodes
+    # The job's output may hold Slurm's own messages too: the last line that is our JSON counts.
+    for line in reversed(open(out).read().splitlines()):
+        try:
+            return json.loads(line)["sps"] * nodes
+        except (ValueError, KeyError, TypeError):
+            continue
+    raise SystemExit(f"env-only point: no result line in {out}")
 
 
 def cluster_mpirl(args, nodes, actors, sets, work):
@@ -146,7 +151,7 @@ def machine():
     return f"{platform.node()}: {os.cpu_count()} cores, {cpu}"
 
 
-def write_outputs(rows, out, machine_line, how):
+def write_outputs(rows, out, machine_line, how, note=""):
     os.makedirs(out, exist_ok=True)
     cols = ["nodes", "cores", "step_ms", "sps", "sps_per_core", "ideal_sps", "efficiency", "env_only_sps",
             "efficiency_vs_env_only", "policy_lag_mean", "rollout_len"]
@@ -156,6 +161,8 @@ def write_outputs(rows, out, machine_line, how):
         w.writerows(rows)
     with open(os.path.join(out, "study.md"), "w") as f:
         f.write(f"Machine: {machine_line}. Synthetic env, sleep mode, {NUM_ENVS} envs per actor rank; {how}.\n\n")
+        if note:
+            f.write(f"**Note:** {note}\n\n")
         f.write("| nodes | cores (actor ranks) | step | SPS | SPS/core | ideal SPS | efficiency | env-only SPS | "
                 "efficiency vs env-only | policy lag |\n|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
@@ -181,7 +188,7 @@ def write_outputs(rows, out, machine_line, how):
     ax.set_ylim(0, 110)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title(f"mpirl scaling, {machine_line.split(':')[0]}", fontsize=9)
+    ax.set_title(f"mpirl scaling, {machine_line.split(':')[0]}" + (f"\n{note}" if note else ""), fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "study.png"), dpi=100)
 
@@ -201,6 +208,8 @@ def main():
     ap.add_argument("--step-ms", default="0.1,1,10,100", help="env step durations in milliseconds")
     ap.add_argument("--seconds", type=float, default=15.0, help="length of each run")
     ap.add_argument("--out", default="runs/study")
+    ap.add_argument("--note", default="", help="a caveat written into study.md and the plot's title (e.g. that "
+                                                 "emulated nodes share one machine's cores)")
     ap.add_argument("--mpirl", default=os.path.join(ROOT, "build", "mpirl"))
     ap.add_argument("--ceiling", default=os.path.join(ROOT, "build", "bench_actor_ceiling"))
     ap.add_argument("--mpirun", default="mpirun")
@@ -247,7 +256,7 @@ def main():
         machine_line = f"Slurm cluster (jobs from {machine_line}; learner node: {args.learner_node})"
     how = ("one sbatch job per point (`slurm/study.py --cluster`)" if args.cluster
            else "nodes emulated by ranks on this machine (`slurm/study.py --local`)")
-    write_outputs(rows, args.out, machine_line, how)
+    write_outputs(rows, args.out, machine_line, how, args.note)
     print(f"wrote {args.out}/study.csv, study.md, study.png")
 
 

@@ -56,13 +56,13 @@ class Cluster:
         return ["bash", self.script, "exec", node, *a]
 
     def procs(self, node):
-        """Processes on NODE other than its own three (unshare, the holder, the holder's sleep)."""
+        """Processes on NODE other than the holder of its namespaces."""
         p = subprocess.run(["bash", self.script, "status"], capture_output=True, text=True)
         for line in p.stdout.splitlines():
             if line.startswith(node + ":"):
                 if " down" in line:
                     return 0
-                return int(line.split("processes")[1].split()[0]) - 3
+                return int(line.split("processes")[1].split()[0])
         return 0
 
     def down(self):
@@ -306,6 +306,33 @@ def case_slurm_node_death(args):
     finally:
         if job and slurm_test.job_field(job, "JobState") in ("PENDING", "RUNNING", "REQUEUED"):
             slurm_test.slurm("scancel", job)
+        c.down()
+
+
+def case_slurm_study(args):
+    # slurm/study.py --cluster with 1, 2 and 3 actor nodes (and a learner node of their own) on the
+    # namespace cluster's Slurm: one sbatch job per point and one for its env-only ceiling.
+    c = Cluster(args, 4, with_slurm=True)
+    try:
+        out = new_out(args)
+        note = "4 emulated nodes share this machine's cores: this proves the command, not scaling"
+        cmd = c.cmd("n1", sys.executable, os.path.join(args.repo, "slurm", "study.py"), "--cluster", "--nodes", "1,2,3",
+                    "--actors", "1", "--step-ms", "1", "--seconds", "4", "--out", out, "--mpirl", args.mpirl,
+                    "--ceiling", os.path.join(os.path.dirname(args.mpirl), "bench_actor_ceiling"), "--note", note)
+        print("$", " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=280, cwd=args.repo)
+        print(p.stdout[-3000:], p.stderr[-3000:])
+        check(p.returncode == 0, f"study.py --cluster exited 0 ({p.returncode})")
+        import csv
+        rows = list(csv.DictReader(open(os.path.join(out, "study.csv"))))
+        check([int(r["nodes"]) for r in rows] == [1, 2, 3] and all(float(r["sps"]) > 0 and float(r["env_only_sps"]) > 0
+                                                                   for r in rows),
+              f"study.csv: a row with SPS and env-only SPS for 1, 2 and 3 actor nodes")
+        md = open(os.path.join(out, "study.md")).read()
+        print(md)
+        check(note in md and "Slurm cluster" in md, "study.md says it ran on Slurm and that the nodes share cores")
+        check(os.path.getsize(os.path.join(out, "study.png")) > 10000, "study.png written")
+    finally:
         c.down()
 
 
