@@ -186,6 +186,10 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
     Layout layout = make_layout(cfg, world);
     Comms comms = Comms::create(layout);
     setup_logging(rank, role_name(comms.role()));
+    if (rank != 0) leave_at_once_on_launcher_abort();  // learner 0 alone saves something (learner.cpp)
+    if (rank == 0 && joined_launcher_terminal_group())
+      spdlog::info("mpirun is this terminal's foreground job: Ctrl-C stops the run as \"interrupted\", without a "
+                   "final checkpoint (kill -USR1 <mpirun's pid> stops it after one)");
     if (rank == 0)
       spdlog::info("mpirl {}: {} on {} ranks ({} learner(s), 1 replay, {} actor(s) x {} envs) -> {}{}", MPIRL_VERSION,
                    cfg.env.id, world, layout.learners, layout.actors(), cfg.env.num_envs, v.start.run_dir,

@@ -1,11 +1,13 @@
 #include "core/signals.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 
 namespace mpirl {
@@ -13,7 +15,7 @@ namespace {
 // One flag per kind (set from the handler, never cleared) and the last signal's number.
 std::atomic<bool> g_preempt{false}, g_interrupt{false}, g_abort{false};
 std::atomic<int> g_number{0};
-std::atomic<bool> g_parent_is_launcher{false};
+std::atomic<bool> g_parent_is_launcher{false}, g_joined_group{false}, g_leave_at_once{false};
 
 void record(int sig, bool from_launcher) {
   g_number.store(sig);
@@ -26,13 +28,41 @@ extern "C" void on_stop_signal(int sig, siginfo_t* info, void*) {
   // getppid() is async-signal-safe; si_pid is the sender as seen from this PID namespace.
   const bool from_parent = info != nullptr && info->si_code == SI_USER && info->si_pid == getppid();
   record(sig, from_parent && g_parent_is_launcher.load());
+  if (g_abort.load() && g_leave_at_once.load()) _exit(kExitAborted);  // async-signal-safe
+}
+
+bool named(const char* comm, std::initializer_list<const char*> names) {
+  // The name as exec'd: Debian's alternatives also install mpirun.openmpi, mpiexec.openmpi.
+  for (const char* name : names) {
+    const size_t n = std::strlen(name);
+    if (std::strncmp(comm, name, n) == 0 && (comm[n] == '\0' || comm[n] == '.')) return true;
+  }
+  return false;
+}
+
+// mpirun (pid `parent`) is the foreground job of this session's terminal: join its process group,
+// so that the terminal's SIGINT (Ctrl-C) reaches this rank as well as mpirun.
+bool join_foreground_launcher(pid_t parent) {
+  const pid_t group = getpgid(parent);
+  if (group <= 0 || group == getpgrp()) return false;
+  const int tty = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);  // fails without a terminal (batch jobs)
+  if (tty < 0) return false;
+  const pid_t foreground = tcgetpgrp(tty);
+  close(tty);
+  return foreground == group && setpgid(0, group) == 0;
 }
 }  // namespace
 
 bool is_open_mpi_launcher(const char* comm) {
-  for (const char* name : {"orted", "mpirun", "mpiexec", "orterun", "prted", "prterun"})
-    if (std::strcmp(comm, name) == 0) return true;
-  return false;
+  return named(comm, {"orted", "mpirun", "mpiexec", "orterun", "prted", "prterun"});
+}
+bool is_open_mpi_mpirun(const char* comm) { return named(comm, {"mpirun", "mpiexec", "orterun", "prterun"}); }
+
+bool joined_launcher_terminal_group() { return g_joined_group.load(); }
+
+void leave_at_once_on_launcher_abort() {
+  g_leave_at_once.store(true);
+  if (g_abort.load()) _exit(kExitAborted);  // the launcher's SIGTERM came first
 }
 
 void install_stop_handlers() {
@@ -46,6 +76,8 @@ void install_stop_handlers() {
   sigaction(SIGUSR1, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  // after the handlers: a Ctrl-C from now on is recorded, never the default action
+  if (is_open_mpi_mpirun(parent.c_str())) g_joined_group.store(join_foreground_launcher(getppid()));
 }
 
 StopSignal stop_signal() {

@@ -13,6 +13,12 @@
 //   lost, or mpirun itself got SIGTERM/SIGINT — and follows it with SIGKILL one second later
 //   (odls_base_sigkill_timeout), so no checkpoint can be agreed: learner 0 saves the model and a
 //   summary with stop_reason "aborted" at once and exits. It is never taken for a preemption.
+// Ctrl-C on the terminal that runs mpirun: Open MPI starts every local rank in a process group of
+// its own, so the terminal's SIGINT would reach only mpirun, which then ends the job with SIGTERM
+// (indistinguishable from a lost node). A rank whose parent is mpirun, while mpirun is that
+// terminal's foreground job, therefore joins mpirun's process group at start-up: the SIGINT
+// reaches it too, and the run stops as "interrupted" (then the launcher's SIGTERM follows, so it
+// leaves at once, as above, without a final checkpoint).
 // SIGUSR2 is the replay's "dump now".
 namespace mpirl {
 
@@ -26,8 +32,15 @@ inline constexpr int kExitAborted = 143;
 
 enum class StopSignal { None = 0, Preempt, Interrupt, LauncherAbort };
 
-// Installs the handlers; decides once whether the parent process is an Open MPI launcher.
+// Installs the handlers; decides once whether the parent process is an Open MPI launcher, and
+// joins mpirun's process group when mpirun is the foreground job of a terminal (see above).
 void install_stop_handlers();
+// Whether install_stop_handlers() joined mpirun's process group (for the start-up log).
+bool joined_launcher_terminal_group();
+// A rank with nothing to save (every rank but learner 0) exits with kExitAborted from the handler
+// itself when its launcher's SIGTERM arrives (at once if it already has): it may be blocked in an
+// MPI call with a peer that is gone, and the launcher's SIGKILL would only come seconds later.
+void leave_at_once_on_launcher_abort();
 // What the signals received so far ask for, for the stop reason: an interrupt wins (Ctrl-C on
 // mpirun reaches the ranks as SIGINT and then as the launcher's SIGTERM), then a launcher's abort,
 // then a preemption.
@@ -42,5 +55,7 @@ int stop_signal_number();
 void request_stop(int sig, bool from_launcher = false);
 // Whether `parent_comm` (a process name as in /proc/PID/comm) is an Open MPI launcher.
 bool is_open_mpi_launcher(const char* parent_comm);
+// Whether it is the launcher a user runs (mpirun, mpiexec, orterun, prterun), not a node's daemon.
+bool is_open_mpi_mpirun(const char* parent_comm);
 
 }  // namespace mpirl

@@ -239,6 +239,54 @@ def case_abort_on_rank_error(args):
         check(not left, f"rank {rank}: no rank left running ({left})")
 
 
+def case_ctrl_c_interrupts(args):
+    # Ctrl-C on the terminal running mpirun (a pseudo-terminal here, mpirun its foreground job):
+    # Open MPI puts each rank in a process group of its own, so only mpirun would get the SIGINT
+    # and its SIGTERM to the ranks would look like a lost node. The ranks join mpirun's group, so
+    # the run stops as "interrupted" (never "aborted" or "preempted"), with model.pt and a summary.
+    import pty
+    import threading
+    out_dir = os.path.join(args.workdir, f"t-{uuid.uuid4().hex[:8]}")
+    d = os.path.join(out_dir, "run")
+    cmd = command(args, 4, ["run.total_env_steps=1000000000", "run.log_interval_s=0.2"], out_dir)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: session leader with the pty as its terminal, the foreground job
+        os.execvpe(cmd[0], cmd, ENV)
+    seen = bytearray()
+
+    def read_all():
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=read_all, daemon=True)
+    reader.start()
+    try:
+        check(wait_for_rows(d, 3, 120), "the run is learning (3 metrics rows)")
+        os.write(fd, b"\x03")  # what the terminal sends for Ctrl-C (ISIG: SIGINT to the foreground group)
+        reader.join(120)
+        _, status = os.waitpid(pid, 0)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        raise
+    out = seen.decode(errors="replace").replace("\r", "")
+    sys.stdout.write(out[-3000:])
+    code = os.waitstatus_to_exitcode(status)
+    print(f"mpirun exited with {code}")
+    s = summary(d)
+    check(s["stop_reason"] == "interrupted", f"stop_reason {s['stop_reason']} (interrupted expected)")
+    check("Ctrl-C stops the run as \"interrupted\"" in out, "learner 0 says it joined mpirun's foreground group")
+    check("preempted" not in out and "a rank or a node was lost" not in out, "not taken for a preemption or a lost node")
+    check(os.path.getsize(os.path.join(d, "model.pt")) > 0, "model.pt saved")
+    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    check(not left, f"no rank left running ({left})")
+
+
 def case_stall_detected(args):
     # Every env step takes 10 s (a hung simulator): the replay hears nothing from the actors for
     # run.stall_timeout_s and ends the job, naming the silent ranks and their hosts.

@@ -28,8 +28,10 @@ int in_child(F body) {
 }  // namespace
 
 TEST(StopSignals, OpenMpiLaunchersByName) {
-  for (const char* n : {"orted", "mpirun", "mpiexec", "orterun", "prted", "prterun"}) EXPECT_TRUE(is_open_mpi_launcher(n)) << n;
-  for (const char* n : {"slurmstepd", "bash", "srun", "python3", "", "orted2"}) EXPECT_FALSE(is_open_mpi_launcher(n)) << n;
+  for (const char* n : {"orted", "mpirun", "mpiexec", "orterun", "prted", "prterun", "mpirun.openmpi", "mpiexec.openmpi"})
+    EXPECT_TRUE(is_open_mpi_launcher(n)) << n;
+  for (const char* n : {"slurmstepd", "bash", "srun", "python3", "", "orted2", "mpirunner", "mpi"})
+    EXPECT_FALSE(is_open_mpi_launcher(n)) << n;
 }
 
 TEST(StopSignals, ReasonsAndPrecedence) {
@@ -56,7 +58,8 @@ TEST(StopSignals, ReasonsAndPrecedence) {
                      std::string(stop_reason_of(stop_signal())) == "aborted";
             }),
             0);
-  // Ctrl-C on mpirun: SIGINT, then the launcher's SIGTERM: reported as interrupted, left at once.
+  // SIGINT reaching the ranks (srun, or a terminal's process group), then the launcher's SIGTERM:
+  // reported as interrupted, and left at once.
   EXPECT_EQ(in_child([] {
               request_stop(SIGINT);
               request_stop(SIGTERM, true);
@@ -66,40 +69,57 @@ TEST(StopSignals, ReasonsAndPrecedence) {
             0);
 }
 
+// A parent named `parent_name` (nullptr: the test binary's own name) starts a "rank" that
+// installs the handlers, and sends it a real SIGTERM once it is ready. Returns what the rank made
+// of it, as int(StopSignal); >= 10 when the set-up failed.
+namespace {
+int term_from_parent(const char* parent_name) {
+  const pid_t parent = fork();
+  if (parent == 0) {
+    if (parent_name) prctl(PR_SET_NAME, parent_name, 0, 0, 0);
+    int ready[2];
+    if (pipe(ready) != 0) _exit(10);
+    const pid_t rank = fork();
+    if (rank == 0) {
+      sigset_t term, none;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      sigemptyset(&none);
+      sigprocmask(SIG_BLOCK, &term, nullptr);  // held until sigsuspend: no race with the parent's kill
+      install_stop_handlers();
+      char c = 1;
+      if (write(ready[1], &c, 1) != 1) _exit(11);
+      while (stop_signal() == StopSignal::None) sigsuspend(&none);  // returns after the handler ran
+      _exit(int(stop_signal()));
+    }
+    char c;
+    if (read(ready[0], &c, 1) != 1) _exit(12);
+    kill(rank, SIGTERM);
+    int st = 0;
+    waitpid(rank, &st, 0);
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 13);
+  }
+  int status = 0;
+  waitpid(parent, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 14;
+}
+}  // namespace
+
 TEST(StopSignals, RealSignalsClassifiedBySender) {
-  // The child installs the handlers; its parent (this test binary) is no Open MPI launcher, so a
-  // SIGTERM from the parent is a preemption. A grandchild whose parent is renamed "orted" sees
-  // the same SIGTERM from its parent as the launcher ending the job.
+  const int preempt = int(StopSignal::Preempt), abort = int(StopSignal::LauncherAbort);
+  // A SIGTERM from a parent that is no Open MPI launcher (slurmstepd, a shell): a preemption.
+  EXPECT_EQ(term_from_parent(nullptr), preempt) << "a SIGTERM from an ordinary parent is a preemption";
+  EXPECT_EQ(term_from_parent("slurmstepd"), preempt) << "a SIGTERM from slurmstepd is a preemption";
+  // From orted or mpirun (which tear the job down when a rank or node is lost): the launcher.
+  EXPECT_EQ(term_from_parent("orted"), abort) << "a SIGTERM from a parent named orted is the launcher ending the job";
+  EXPECT_EQ(term_from_parent("mpirun.openmpi"), abort) << "mpirun.openmpi is Open MPI's launcher";
+  // A USR1 sent to oneself (any sender): a preemption.
   EXPECT_EQ(in_child([] {
               install_stop_handlers();
               kill(getpid(), SIGUSR1);
               return stop_signal() == StopSignal::Preempt;
             }),
             0);
-  const pid_t child = fork();
-  if (child == 0) {  // plays orted: renames itself, starts the "rank", sends it SIGTERM once it is ready
-    prctl(PR_SET_NAME, "orted", 0, 0, 0);
-    int ready[2];
-    if (pipe(ready) != 0) _exit(2);
-    const pid_t rank = fork();
-    if (rank == 0) {
-      install_stop_handlers();
-      char c = 1;
-      if (write(ready[1], &c, 1) != 1) _exit(3);
-      for (int i = 0; i < 5000 && stop_signal() == StopSignal::None; ++i) usleep(1000);
-      _exit(stop_signal() == StopSignal::LauncherAbort ? 0 : 1);
-    }
-    char c;
-    if (read(ready[0], &c, 1) != 1) _exit(4);
-    kill(rank, SIGTERM);
-    int st = 0;
-    waitpid(rank, &st, 0);
-    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 5);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "a SIGTERM from a parent named orted is the launcher ending the job";
 }
 
 TEST(Placement, OneLinePerHostWithRankRuns) {
