@@ -75,9 +75,11 @@ class Publisher {
 };
 
 // What every learner must decide together before an update (one MAX all-reduce): a stop anywhere
-// stops all, at the same update (a preemption wins over any other reason); a checkpoint (due on
-// learner 0) is taken by all at the same update boundary; the update happens unless no learner
-// kept any sequence (every one too old), since all learners must take the same optimizer steps.
+// stops all, at the same update (an interrupt wins over a preemption, which wins over any other
+// reason; the launcher ending the job never gets here: each learner leaves at once); a
+// checkpoint (due on learner 0) is taken by all at the same update boundary; the update happens
+// unless no learner kept any sequence (every one too old), since all learners must take the same
+// optimizer steps.
 struct Agreed {
   int stop = 0;  // 0 go on, 1 stop, 2 preempted, 3 interrupted
   bool update = false, checkpoint = false;
@@ -156,6 +158,11 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
 
   BatchSource source(cfg, comms, layout, spec, device);
   RunController run(cfg, comms, lead ? start.run_dir : "");
+  {
+    nlohmann::json fields = {{"hosts", comms.num_hosts()}, {"ranks", ranks}, {"segment", start.segment}};
+    if (!start.resume_from.empty()) fields["resumed_from"] = start.resume_from;
+    run.set_summary_fields(fields);
+  }
   Checkpointer checkpoints(cfg, comms, start, trainer, run, source);
   std::unique_ptr<Publisher> publisher;
   run.start();
@@ -185,26 +192,36 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   auto leave_if_launcher_ends_job = [&] {
     if (!launcher_ending_job()) return;
     if (lead) {
-      const std::string last = ckpt::latest(start.run_dir).dir;
-      spdlog::error("Open MPI's launcher is ending the job (SIGTERM from orted/mpirun at update {}): a rank or a "
-                    "node was lost, or mpirun itself was stopped -- mpirun's message names which. Not a "
-                    "preemption: no final checkpoint; {}",
-                    version, last.empty() ? "there is no complete checkpoint to resume from"
-                                          : "a resume continues from " + last);
-      try {
-        run.save_model(policy, spec);
-        nlohmann::json why = {{"segment", start.segment},
-                              {"stop_note", "Open MPI's launcher ended the job (SIGTERM from orted/mpirun): a rank "
-                                            "or node was lost, or mpirun was stopped; see mpirun's message"},
-                              {"checkpoint", last}};
+      // No CRC check of the checkpoint here (ckpt::latest would read it all): the one this run
+      // sealed, else the one it resumed from, is complete by construction.
+      const std::string last = !checkpoints.last_sealed().empty() ? checkpoints.last_sealed() : start.resume_from;
+      const bool interrupted = stop_signal() == StopSignal::Interrupt;
+      spdlog::error("{} (SIGTERM from orted/mpirun at update {}){}. No final checkpoint; {}",
+                    interrupted ? "interrupted (Ctrl-C): Open MPI's launcher is ending the job"
+                                : "Open MPI's launcher is ending the job",
+                    version,
+                    interrupted ? "" : ": a rank or a node was lost, or mpirun itself was stopped -- mpirun's "
+                                       "message names which. Not a preemption",
+                    last.empty() ? "there is no complete checkpoint to resume from" : "a resume continues from " + last);
+      spdlog::default_logger()->flush();
+      try {  // the summary first: it is small, and the SIGKILL may come before model.pt is written
+        nlohmann::json why = {{"stop_note", interrupted
+                                                ? "Ctrl-C on mpirun's terminal; Open MPI's launcher then ended the job "
+                                                  "(SIGTERM): no final checkpoint"
+                                                : "Open MPI's launcher ended the job (SIGTERM from orted/mpirun): a "
+                                                  "rank or node was lost, or mpirun was stopped; see mpirun's message"}};
+        if (!last.empty()) why["checkpoint"] = last;
+        const double t0 = now_seconds();
         run.write_summary(stop_reason_of(stop_signal()), why, false);
+        run.save_model(policy, spec);
+        spdlog::info("summary.json and model.pt written in {:.2f} s", now_seconds() - t0);
       } catch (const std::exception& e) {
-        spdlog::error("could not save the model and summary before leaving: {}", e.what());
+        spdlog::error("could not save the summary and model before leaving: {}", e.what());
       }
     }
     spdlog::default_logger()->flush();
     std::fflush(nullptr);
-    std::_Exit(kExitAborted);
+    std::_Exit(stop_signal() == StopSignal::Interrupt ? kExitInterrupted : kExitAborted);
   };
   checkpoints.start_at(version);
   source.start();
@@ -223,6 +240,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     return !run.wall_limit_reached() && stop_signal() == StopSignal::None;
   };
   std::string reason;
+  std::string refreshed;  // the checkpoint model.pt and the running summary were last written after
   for (;;) {
     fault_point();
     leave_if_launcher_ends_job();
@@ -233,6 +251,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
       last_batch = now_seconds();
       run.on_reply(*b);  // the replay's counters and finished episodes: what the stop depends on
     }
+    leave_if_launcher_ends_job();  // never into the collective below: a peer may be gone
     reason = run.stop_reason();
     if (!b && reason.empty()) reason = "max_wall_seconds";
     const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due(version));
@@ -250,7 +269,15 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     if (publisher) publisher->poll(version);
     source.progress();
     run.maybe_log();
+    if (lead && checkpoints.last_sealed() != refreshed) {
+      // After each sealed checkpoint: model.pt and a summary ("running") as they are now, so a
+      // run whose learner 0 is ended without a word still has both.
+      refreshed = checkpoints.last_sealed();
+      run.save_model(policy, spec);
+      run.write_running_summary({{"checkpoint", refreshed}});
+    }
   }
+  leave_if_launcher_ends_job();  // "aborted" never takes the graceful shutdown below
   if (reason.empty()) reason = "max_wall_seconds";  // another learner reached its wall-clock limit
   if ((reason == "preempted" || reason == "interrupted") && lead)
     spdlog::warn("{} (signal {}): stopping at update {} after a final checkpoint", reason, stop_signal_number(),
@@ -264,14 +291,10 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
                           {"gradient_reducer", reducer->name()},
                           {"learner_step", trainer.describe()},
                           {"num_params", models::num_params(policy)},
-                          {"learner_param_max_abs_diff", param_difference(comms, policy)},
-                          {"hosts", comms.num_hosts()},
-                          {"ranks", ranks}};
+                          {"learner_param_max_abs_diff", param_difference(comms, policy)}};
   if (publisher)
     extra["params_published"] = {{"broadcasts", publisher->schedule().published()},
                                  {"last_version", publisher->schedule().last_version()}};
-  if (!start.resume_from.empty()) extra["resumed_from"] = start.resume_from;
-  extra["segment"] = start.segment;
   if (lead) {
     run.save_model(policy, spec);
     run.write_summary(reason, extra, false);

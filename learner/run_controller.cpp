@@ -183,11 +183,10 @@ void RunController::save_model(models::Policy& policy, const envs::EnvSpec& spec
   write_file_atomic(run_dir_ + "/model.pt", os.str());
 }
 
-void RunController::write_summary(const std::string& reason, const nlohmann::json& extra, bool final) {
-  if (wall_ == 0) wall_ = elapsed();
-  if (final) log(true);
+nlohmann::json RunController::summary(const std::string& reason, double wall, const nlohmann::json& extra,
+                                      bool final) const {
   auto s = snapshot();
-  s["wall_time_s"] = wall_;
+  s["wall_time_s"] = wall;
   s["stop_reason"] = reason;
   s["final_mean_return"] = s["mean_return"];
   s["learners"] = comms_.layout.learners;
@@ -208,7 +207,19 @@ void RunController::write_summary(const std::string& reason, const nlohmann::jso
                         {"seconds", status_.dump.seconds},
                         {"failures", status_.dump.failures},
                         {"last_error", status_.dump.last_error}};
+  for (auto& [k, v] : fields_.items()) s[k] = v;
   for (auto& [k, v] : extra.items()) s[k] = v;
+  return s;
+}
+
+void RunController::write_running_summary(const nlohmann::json& extra) {
+  write_json_atomic(run_dir_ + "/summary.json", summary("running", elapsed(), extra, false));
+}
+
+void RunController::write_summary(const std::string& reason, const nlohmann::json& extra, bool final) {
+  if (wall_ == 0) wall_ = elapsed();
+  if (final) log(true);
+  const auto s = summary(reason, wall_, extra, final);
   write_json_atomic(run_dir_ + "/summary.json", s);
   if (final)
     spdlog::info("run finished ({}): {} env steps in {:.1f} s = {:.0f} SPS, {} updates, mean return {} -> {}", reason,

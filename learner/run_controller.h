@@ -76,10 +76,17 @@ class RunController {
   // replay has said goodbye). Both are atomic.
   void save_model(models::Policy& policy, const envs::EnvSpec& spec);
   void write_summary(const std::string& reason, const nlohmann::json& extra, bool final);
+  // Learner 0, while the run goes on (after each sealed checkpoint): summary.json with
+  // stop_reason "running" and the fields as they are now, so that a run whose learner 0 dies
+  // without a word (a peer's hang-up makes Open MPI end a process at once) still has one.
+  void write_running_summary(const nlohmann::json& extra);
+  // Fields every summary carries (placement, segment, resumed_from), set once at the start.
+  void set_summary_fields(nlohmann::json fields) { fields_ = std::move(fields); }
   void set_totals(const LearnerCounts& all) { totals_ = all; }
 
  private:
   nlohmann::json snapshot() const;
+  nlohmann::json summary(const std::string& reason, double wall, const nlohmann::json& extra, bool final) const;
   void log(bool final);
 
   struct Window {  // mean of the last n values
@@ -106,6 +113,7 @@ class RunController {
   int64_t last_lag_max_ = 0;
   UpdateResult last_;
   double start_ = 0, last_log_ = 0, wait_s_ = 0, wall_ = 0;
+  nlohmann::json fields_ = nlohmann::json::object();
 };
 
 nlohmann::json to_json(const ReplayStatus& s);
