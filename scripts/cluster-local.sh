@@ -21,7 +21,8 @@
 #   namespaces with nsenter), plm_rsh_no_tree_spawn=1 (a daemon cannot enter a sibling node),
 #   pml=ob1, btl=tcp,self,vader, btl_tcp_if_include/oob_tcp_if_include = the cluster subnet, and
 #   low oob_tcp_keepalive_* so a silent node is noticed in seconds instead of ~2 hours
-#   (the kernel's default) or 5 minutes (Open MPI's default keepalive_time).
+#   (the kernel's default) or 5 minutes (Open MPI's default keepalive_time), and
+#   odls_base_sigkill_timeout=2 so that learner 0 has time to save when a lost node ends the job.
 # - Slurm: SlurmctldHost = the head's hostname, `%n` in slurmd's spool/pid/log paths (several
 #   slurmd on one machine), SlurmdParameters=config_overrides (the nodes declare the machine's CPUs
 #   each), AuthInfo=cred_expire=10 (a requeued job restarts in ~12 s), its own munged socket.
@@ -39,6 +40,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$here/.." && pwd)"
 # Open MPI's keepalive: first probe after TIME s idle, then every INTVL s, PROBES unanswered -> lost.
 KA_TIME=${MPIRL_KEEPALIVE_TIME:-10} KA_INTVL=${MPIRL_KEEPALIVE_INTVL:-5} KA_PROBES=${MPIRL_KEEPALIVE_PROBES:-3}
+# Seconds between the daemons' SIGCONT, SIGTERM and SIGKILL when a job is torn down (Open MPI's
+# default 1; Open MPI 4 sleeps that long unconditionally, twice): learner 0 saves in that time.
+KILL_GRACE=${MPIRL_KILL_GRACE_S:-2}
 
 log() { echo "[cluster-local] $*"; }
 die() { echo "[cluster-local] error: $*" >&2; exit 1; }
@@ -66,6 +70,7 @@ OMPI_MCA_oob_tcp_if_include=$NET.0/24
 OMPI_MCA_oob_tcp_keepalive_time=$KA_TIME
 OMPI_MCA_oob_tcp_keepalive_intvl=$KA_INTVL
 OMPI_MCA_oob_tcp_keepalive_probes=$KA_PROBES
+OMPI_MCA_odls_base_sigkill_timeout=$KILL_GRACE
 EOF
   [ -f "$STATE/slurm/slurm.conf" ] && echo "SLURM_CONF=$STATE/slurm/slurm.conf"
   return 0
@@ -176,7 +181,8 @@ up() {
   # /etc/hosts of every node: the nodes, localhost; nothing of the machine's own
   { echo "127.0.0.1 localhost"; echo "::1 localhost ip6-localhost"
     for i in "${names[@]}"; do echo "$(node_ip "$i") $i"; done; } >"$STATE/hosts.new"
-  mv "$STATE/hosts.new" "$STATE/hosts"
+  # in place, not by rename: running nodes have the file's inode bind-mounted as their /etc/hosts
+  cat "$STATE/hosts.new" >"$STATE/hosts" && rm -f "$STATE/hosts.new"
   { echo "$REPO"; tr ':' '\n' <<<"${MPIRL_CLUSTER_SHARE:-}"; } | grep -v '^$' >"$STATE/shared-paths"
   write_helpers
   ip link show "$BR" >/dev/null 2>&1 || ip link add "$BR" type bridge

@@ -56,7 +56,7 @@ write_conf() {
   local cpus
   cpus=$(nproc)
   mkdir -p "$S/ctld"
-  cat >"$CONF" <<EOF
+  cat >"$CONF.new" <<EOF
 # Written by scripts/cluster-slurm.sh: Slurm on the namespace cluster (scripts/cluster-local.sh).
 ClusterName=mpirl-ns
 SlurmctldHost=head
@@ -92,6 +92,15 @@ ReturnToService=2
 NodeName=n[1-$N] CPUs=$cpus RealMemory=1024 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
+  if cmp -s "$CONF.new" "$CONF"; then rm -f "$CONF.new"; return 0; fi
+  mv "$CONF.new" "$CONF"
+  # a running slurmctld keeps the old node list (22.05 reads NodeName lines only at start)
+  if running head slurmctld; then
+    log "the node count changed: restarting slurmctld"
+    kill "$(cat "$S/slurmctld.pid")" 2>/dev/null || true
+    local t
+    for ((t = 0; t < 50; t++)); do running head slurmctld || break; sleep 0.2; done
+  fi
 }
 
 node_states() { on head sinfo -h -N -o '%N %T' 2>/dev/null || true; }

@@ -3,20 +3,22 @@
   node_lost HOST   mpirun lost its daemon on HOST (the node died, or its link went silent)
   rank_lost HOST   a rank on HOST died on a signal or exited before MPI_Finalize
   unknown          neither (a fatal error of mpirl's own is in the log, with its rank and host)
-With --run DIR, records the cause in DIR/summary.json (stop_reason, lost_host, lost_rank; the ranks'
-own reason stays as ranks_stop_reason), so a run ended by a lost node says so.
-  postmortem.py LAUNCHER_LOG [--run RUN_DIR]      prints "<cause> <host> [rank N]" """
+With --run DIR, appends the cause to DIR/postmortem.jsonl and records it in DIR/summary.json
+(stop_reason, lost_host, lost_rank; the ranks' own reason stays as ranks_stop_reason) when that
+summary was written by this launch (newer than --since, a Unix time) -- never one left by an
+earlier segment, and none is made up when learner 0 could not write one.
+  postmortem.py LAUNCHER_LOG [--run RUN_DIR [--since T]]   prints "<cause> <host> [rank N]" """
 import argparse
 import json
 import os
 import re
 import sys
+import time
 
 NODE = [re.compile(p) for p in (r"lost communication with a remote daemon", r"daemon has unexpectedly failed",
                                 r"ORTE does not know how to route a message", r"a daemon .* failed")]
 REMOTE = re.compile(r"Remote daemon\s*:\s*\S+ on node (\S+)")
 NOTICED = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)")
-EARLY = re.compile(r"Process name: \[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+\d+", re.S)
 
 
 def classify(text):
@@ -29,36 +31,52 @@ def classify(text):
     return {"cause": "unknown", "host": None}
 
 
-def record(run_dir, c):
+def write_atomic(path, obj):
+    tmp = path + ".tmp.postmortem"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def record(run_dir, c, since):
+    """Returns what was done with summary.json (for the caller's log line)."""
+    with open(os.path.join(run_dir, "postmortem.jsonl"), "a") as f:
+        f.write(json.dumps({"time": time.time(), **c}) + "\n")
     path = os.path.join(run_dir, "summary.json")
     try:
+        if since is not None and os.path.getmtime(path) < since:
+            return "summary.json is from an earlier launch: left as it is"
         with open(path) as f:
             s = json.load(f)
-    except (OSError, ValueError):
-        s = {}
+    except FileNotFoundError:
+        return "no summary.json (learner 0 wrote none)"
+    except (OSError, ValueError) as e:
+        return f"summary.json unreadable ({e}): left as it is"
     s.setdefault("ranks_stop_reason", s.get("stop_reason"))
     s["stop_reason"] = c["cause"]
     s["lost_host"] = c["host"]
     if "rank" in c:
         s["lost_rank"] = c["rank"]
-    tmp = path + ".tmp.postmortem"
-    with open(tmp, "w") as f:
-        json.dump(s, f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, s)
+    return "recorded in summary.json"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("log")
     ap.add_argument("--run")
+    ap.add_argument("--since", type=float, help="Unix time the launch began")
     a = ap.parse_args()
     with open(a.log, errors="replace") as f:
         c = classify(f.read())
+    done = None
     if a.run and c["cause"] != "unknown" and os.path.isdir(a.run):
-        record(a.run, c)
+        done = record(a.run, c, a.since)
     print(c["cause"], c["host"] or "?", *([f"rank {c['rank']}"] if "rank" in c else []))
+    if done:
+        print(done, file=sys.stderr)
 
 
 if __name__ == "__main__":
