@@ -185,7 +185,7 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
     Config cfg = parse_resolved_config(v.config_toml);
     Layout layout = make_layout(cfg, world);
     Comms comms = Comms::create(layout);
-    setup_logging(rank, role_name(comms.role()));
+    setup_logging(rank, role_name(comms.role()), cfg.run.progress);
     if (rank != 0) leave_at_once_on_launcher_abort();  // learner 0 alone saves something (learner.cpp)
     if (rank == 0 && joined_launcher_terminal_group())
       spdlog::info("mpirun is this terminal's foreground job: Ctrl-C stops the run as \"interrupted\", without a "

@@ -1,6 +1,7 @@
 #include "buffer/stall_watch.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "comm/protocol.h"
 #include "core/clock.h"
@@ -28,6 +29,11 @@ void StallWatch::check() {
     int pending = 0;
     MPIRL_MPI(MPI_Iprobe(rank, kTagRollout, comms_.world, &pending, MPI_STATUS_IGNORE));
     if (pending) {  // it has sent; the replay has not taken it yet
+      if (!excused_logged_)
+        spdlog::info("replay: actor rank {} has waited {:.1f} s with a rollout sent (back-pressure: the buffer is full "
+                     "until the learners sample); not a stall (said once)",
+                     rank, now - last_[a]);
+      excused_logged_ = true;
       last_[a] = now;
       continue;
     }

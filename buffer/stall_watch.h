@@ -23,6 +23,7 @@ class StallWatch {
   double timeout_s_, last_check_ = 0;
   std::vector<double> last_;   // per actor index: when it was last heard from
   std::vector<char> done_;
+  bool excused_logged_ = false;  // the first back-pressure wait beyond the timeout is logged
 };
 
 }  // namespace mpirl::buffer

@@ -13,7 +13,7 @@ struct Config {
     uint64_t seed = 1;
     int64_t total_env_steps = 0;
     double max_wall_seconds = 0, stop_mean_return = 0, log_interval_s = 2, stall_timeout_s = 120;
-    std::string checkpoint = "end", resume = "never";
+    std::string checkpoint = "end", resume = "never", progress = "auto";
     double checkpoint_interval_s = -1;
     int64_t checkpoint_every_updates = 0;
     int keep_checkpoints = 2;

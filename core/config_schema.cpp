@@ -40,6 +40,7 @@ const Schema& schema() {
         int_field(0, int64_t(1) << 40, [](Config& c, int64_t v) { c.run.checkpoint_every_updates = v; });
     m["run.keep_checkpoints"] = int_field(1, 1000, [](Config& c, int64_t v) { c.run.keep_checkpoints = int(v); });
     m["run.resume"] = string_field({"never", "auto"}, [](Config& c, std::string v) { c.run.resume = v; });
+    m["run.progress"] = string_field({"auto", "bar", "lines"}, [](Config& c, std::string v) { c.run.progress = v; });
     m["roles.learners"] = int_field(1, 4096, [](Config& c, int64_t v) { c.roles.learners = int(v); });
     m["env.id"] = string_field({}, [](Config& c, std::string v) { c.env.id = v; });
     m["env.num_envs"] = int_field(1, 65536, [](Config& c, int64_t v) { c.env.num_envs = int(v); });

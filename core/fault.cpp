@@ -2,8 +2,10 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -31,6 +33,14 @@ Fault parse() {
 void fault_point() {
   static const Fault f = parse();
   if (f.armed && now_seconds() >= f.at) throw Error("injected fault (MPIRL_TEST_FAULT)");
+}
+
+void test_update_delay() {
+  static const int ms = [] {
+    const char* e = std::getenv("MPIRL_TEST_UPDATE_DELAY_MS");
+    return e ? std::atoi(e) : 0;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace mpirl

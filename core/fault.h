@@ -6,4 +6,8 @@ namespace mpirl {
 
 void fault_point();
 
+// MPIRL_TEST_UPDATE_DELAY_MS=N: every learner sleeps N ms after each update, so a test can make
+// the learner the bottleneck by a known amount whatever the machine's speed. Unset: one branch.
+void test_update_delay();
+
 }  // namespace mpirl

@@ -15,40 +15,14 @@
 #include "core/signals.h"
 #include "envs/registry.h"
 #include "learner/batch_source.h"
-#include "learner/device.h"
 #include "learner/learner_checkpoint.h"
+#include "learner/placement.h"
 #include "learner/publish_schedule.h"
 #include "learner/run_controller.h"
 #include "learner/trainer.h"
 
 namespace mpirl::learner {
 namespace {
-
-// The learner's device, and what the choice of gradient reducer needs to know about it.
-// `picked`: the GPU index chosen (-1: CPU), for the summary's table.
-ReducerRequest pick_device(const Config& cfg, const Comms& comms, int* picked) {
-  int visible = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
-  // Test seam (tests/cluster): MPIRL_FAKE_GPUS=N on a machine without CUDA makes the pick as if N
-  // GPUs were visible on every node; the learner still trains on the CPU and reports the pick.
-  const char* fake = std::getenv("MPIRL_FAKE_GPUS");
-  const bool faked = visible == 0 && fake != nullptr && std::atoi(fake) > 0;
-  if (faked) visible = std::atoi(fake);
-  auto p = pick_gpu(cfg.learner.device, comms.node_learner_index, comms.node_learners, visible, comms.rank,
-                    comms.host(comms.rank));
-  if (!p.note.empty()) spdlog::warn("{}", p.note);
-  *picked = p.device;
-  ReducerRequest r;
-  if (faked)
-    spdlog::info("MPIRL_FAKE_GPUS={}: learner rank {} @ {} (node index {} of {}) would use cuda:{}; training on the CPU",
-                 visible, comms.rank, comms.host(comms.rank), comms.node_learner_index, comms.node_learners, p.device);
-  else if (p.device >= 0)
-    r.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(p.device));
-  r.shared_gpu = p.shared;
-  r.timeout_s = cfg.learner.collective_timeout_s;
-  r.rank = comms.rank;
-  r.host = comms.host(comms.rank);
-  return r;
-}
 
 // Learner 0's side of the parameter channel (the schedule is learner/publish_schedule.h).
 class Publisher {
@@ -103,19 +77,6 @@ double param_difference(const Comms& comms, models::Policy& policy) {
   for (int l = 1; lead && l < comms.layout.learners; ++l)
     for (size_t i = 0; i < mine.size(); ++i) d = std::max(d, double(std::abs(all[size_t(l) * mine.size() + i] - mine[i])));
   return d;
-}
-
-// Learner 0: the placement of every rank, and the GPU each learner picked (-1: CPU).
-nlohmann::json rank_table(const Comms& comms, int picked) {
-  std::vector<int> picks(size_t(comms.layout.learners));
-  MPIRL_MPI(MPI_Gather(&picked, 1, MPI_INT, picks.data(), 1, MPI_INT, 0, comms.learners));
-  auto t = nlohmann::json::array();
-  for (int r = 0; r < comms.layout.world; ++r) {
-    nlohmann::json row = {{"rank", r}, {"role", role_name(comms.layout.role_of(r))}, {"host", comms.host(r)}};
-    if (r < comms.layout.learners) row["gpu"] = picks[size_t(r)];
-    t.push_back(row);
-  }
-  return t;
 }
 
 LearnerCounts sum_counts(const Comms& comms, const LearnerCounts& c) {
@@ -257,6 +218,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due(version));
     if (a.stop == 2) reason = "preempted";
     if (a.stop == 3) reason = "interrupted";
+    if (a.stop) run.note_stop_decision(reason.empty() ? "max_wall_seconds" : reason, version);
     if (a.stop) break;
     if (a.checkpoint) checkpoints.begin(version, false);  // before this batch: the state after `version` updates
     run.on_trained(*b);  // counted only for batches that are trained on (or all masked out)
@@ -264,14 +226,14 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     auto r = trainer.update(b->train, b->boot);
     source.send_priorities(*b, r.priorities);
     run.on_update(r);
+    test_update_delay();
     ++version;
     if (publisher && version % cfg.learner.publish_interval == 0) publisher->due();
     if (publisher) publisher->poll(version);
     source.progress();
     run.maybe_log();
     if (lead && checkpoints.last_sealed() != refreshed) {
-      // After each sealed checkpoint: model.pt and a summary ("running") as they are now, so a
-      // run whose learner 0 is ended without a word still has both.
+      // model.pt and a summary ("running") after each checkpoint: a learner 0 ended silently has both
       refreshed = checkpoints.last_sealed();
       run.save_model(policy, spec);
       run.write_running_summary({{"checkpoint", refreshed}});

@@ -1,8 +1,11 @@
 #include "learner/run_controller.h"
 
+#include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <sstream>
 
+#include <fmt/chrono.h>
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
@@ -114,6 +117,19 @@ std::string RunController::stop_reason() const {
   return "";
 }
 
+void RunController::note_stop_decision(const std::string& reason, int64_t version) {
+  if (!lead_) return;
+  decision_ = {{"reason", reason},
+               {"mean_return", returns_.q.empty() ? nlohmann::json(nullptr) : nlohmann::json(returns_.mean())},
+               {"window_episodes", returns_.q.size()},
+               {"episodes", episodes_},
+               {"env_steps", status_.env_steps},
+               {"update", version}};
+  if (reason == "stop_mean_return")
+    spdlog::info("stopping: mean return {:.2f} over the last {} episodes >= run.stop_mean_return = {} ({} env steps)",
+                 returns_.mean(), returns_.q.size(), cfg_.run.stop_mean_return, status_.env_steps);
+}
+
 nlohmann::json RunController::snapshot() const {
   const double wall = wall_ > 0 ? wall_ : elapsed();
   auto num_or_null = [](double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
@@ -157,14 +173,28 @@ void RunController::log(bool final) {
   last_log_ = now_seconds();
   metrics_->write(j);
   auto num = [&](const char* k) { return j[k].is_null() ? std::nan("") : j[k].get<double>(); };
-  std::string line = fmt::format(
-      "[{:7.1f}s] steps {:>10} | {:>8.0f} SPS | learner {:>8.0f} samples/s | return {:7.1f} | lag {:.1f}/{} | "
-      "loss pi {:+.3f} v {:.3f} ent {:.3f} | replay {}/{}",
-      num("time_s"), status_.env_steps, num("sps"), num("learner_samples_per_s"), num("mean_return"), last_lag_mean_,
-      last_lag_max_, j.value("loss_policy", 0.0), j.value("loss_value", 0.0), j.value("entropy", 0.0), status_.fill,
-      status_.capacity);
-  if (live_status() && !final) fmt::print("\r{}\x1b[K", line);
-  else fmt::print("{}\n", line);
+  // Most important first: a bar narrower than the line keeps the leading fields that fit.
+  const std::string learner_label = comms_.layout.learners > 1 ? "learner 0" : "learner";  // its own count
+  const std::vector<std::string> fields = {
+      fmt::format("[{:7.1f}s] steps {:>10}", num("time_s"), status_.env_steps),
+      fmt::format("{:>8.0f} SPS", num("sps")),
+      fmt::format("return {:7.1f}", num("mean_return")),
+      fmt::format("{} {:>8.0f} samples/s", learner_label, num("learner_samples_per_s")),
+      fmt::format("lag {:.1f}/{}", last_lag_mean_, last_lag_max_),
+      fmt::format("loss pi {:+.3f} v {:.3f} ent {:.3f}", j.value("loss_policy", 0.0), j.value("loss_value", 0.0),
+                  j.value("entropy", 0.0)),
+      fmt::format("replay {}/{}", status_.fill, status_.capacity)};
+  if (live_status() && !final) {
+    const size_t width = size_t(std::max(20, terminal_columns() - 1));
+    std::string line = fields[0];
+    for (size_t i = 1; i < fields.size() && line.size() + 3 + fields[i].size() <= width; ++i) line += " | " + fields[i];
+    fmt::print("\r{}\x1b[K", line.substr(0, width));
+  } else {
+    std::string line;
+    for (const auto& f : fields) line += (line.empty() ? "" : " | ") + f;
+    const std::time_t t = std::time(nullptr);
+    fmt::print("[{:%H:%M:%S}] {}\n", fmt::localtime(t), line);
+  }
   std::fflush(stdout);
 }
 
@@ -188,7 +218,8 @@ nlohmann::json RunController::summary(const std::string& reason, double wall, co
   auto s = snapshot();
   s["wall_time_s"] = wall;
   s["stop_reason"] = reason;
-  s["final_mean_return"] = s["mean_return"];
+  s["final_mean_return"] = s["mean_return"];  // the window at the end, episodes drained after the stop included
+  if (!decision_.is_null()) s["stop_decision"] = decision_;
   s["learners"] = comms_.layout.learners;
   s["actors"] = comms_.layout.actors();
   s["world_size"] = comms_.layout.world;

@@ -69,6 +69,10 @@ class RunController {
   // Why the run should stop now ("" = go on). Any learner: "preempted", "interrupted" or
   // "aborted" (a signal, see core/signals.h), the wall clock; learner 0 also: steps, mean return.
   std::string stop_reason() const;
+  // Learner 0, when the learners have agreed to stop: what the decision saw (the return window,
+  // episodes and env steps at that moment), kept as summary.json's `stop_decision`. Episodes
+  // drained after it move `final_mean_return`, never this.
+  void note_stop_decision(const std::string& reason, int64_t version);
   int64_t metrics_bytes() const { return metrics_ ? metrics_->bytes() : 0; }
   void maybe_log();  // learner 0: a metrics row and the status line every run.log_interval_s
 
@@ -114,6 +118,7 @@ class RunController {
   UpdateResult last_;
   double start_ = 0, last_log_ = 0, wait_s_ = 0, wall_ = 0;
   nlohmann::json fields_ = nlohmann::json::object();
+  nlohmann::json decision_;  // null until note_stop_decision()
 };
 
 nlohmann::json to_json(const ReplayStatus& s);

@@ -85,13 +85,17 @@ def case_sbatch_finishes(args):
 def case_preempt_requeue(args):
     out_dir = setup(args)
     name = "mpirl-preempt"
-    p, job, log = submit(args, name, out_dir, ["--set", "run.total_env_steps=1000000000", "--set",
-                                               "run.max_wall_seconds=30", "--set", "run.log_interval_s=1",
-                                               "--set", "run.checkpoint_interval_s=2"])
+    # Events, not seconds: USR1 once a periodic checkpoint exists (every 50 updates, about 2% of
+    # the budget), and the resumed run ends on its step budget.
+    budget = 3000000
+    p, job, log = submit(args, name, out_dir, ["--set", f"run.total_env_steps={budget}", "--set",
+                                               "run.log_interval_s=1", "--set", "run.checkpoint_interval_s=0",
+                                               "--set", "run.checkpoint_every_updates=50"])
     check(p.returncode == 0 and job, f"submitted job {job}")
     d = os.path.join(out_dir, f"{name}-{job}")
     try:
-        check(mpi_test.wait_for_rows(d, 4, 180), "the job is learning (4 metrics rows)")
+        check(mpi_test.wait_for_rows(d, 1, 180) and mpi_test.wait_checkpoint(d, 180),
+              "the job is learning, with a periodic checkpoint")
         rc, out, err = slurm("scancel", "--signal=USR1", "--batch", job)
         check(rc == 0, f"scancel --signal=USR1 --batch {job} ({err})")
         t_sig = time.time()
@@ -125,8 +129,9 @@ def case_preempt_requeue(args):
     finally:
         if job_field(job, "JobState") in ("PENDING", "RUNNING", "REQUEUED"):
             slurm("scancel", job)
-    s = mpi_test.finished_run(types.SimpleNamespace(returncode=0), d, st["env_steps"] + 1)
-    check(s["segment"] == 1 and s["resumed_from"] == ckpt and s["stop_reason"] == "max_wall_seconds",
+    check(st["env_steps"] < budget, f"preempted before the budget ({st['env_steps']} < {budget} env steps)")
+    s = mpi_test.finished_run(types.SimpleNamespace(returncode=0), d, budget)
+    check(s["segment"] == 1 and s["resumed_from"] == ckpt and s["stop_reason"] == "total_env_steps",
           f"the same run resumed from {os.path.basename(ckpt)} and finished ({s['stop_reason']})")
     mpi_test.check_resumed(d, ckpt, st, rs)
     mpi_test.no_step_counted_twice(seg0, s, d)

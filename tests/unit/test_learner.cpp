@@ -121,6 +121,40 @@ TEST(GpuPick, ByIndexAmongTheNodesLearnersNotByLocalRank) {
   }
 }
 
+TEST(GpuPick, WithoutCudaKernelsAVisibleGpuIsNotUsed) {
+  // A CUDA torch on a GPU host, but mpirl built without nvcc: "auto" trains on the CPU and says
+  // why (the scan cores and the graph step would throw "built without CUDA" at the first update).
+  auto p = pick_gpu("auto", 0, 1, 2, 3, "gpu-node-1", /*kernels=*/false);
+  EXPECT_EQ(p.device, -1);
+  EXPECT_NE(p.note.find("built without its CUDA kernels"), std::string::npos) << p.note;
+  EXPECT_NE(p.note.find("rank 3 @ gpu-node-1"), std::string::npos) << p.note;
+  EXPECT_EQ(pick_gpu("auto", 0, 1, 2, 3, "gpu-node-1", true).device, 0);  // the control: with kernels, cuda:0
+  try {
+    pick_gpu("cuda", 0, 1, 2, 3, "gpu-node-1", false);
+    FAIL() << "expected an error";
+  } catch (const mpirl::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("learner.device"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("without its CUDA kernels"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuPick, SharedIsDecidedByDeviceUuidNotByIndex) {
+  // Per-task binding: two learners on n1 each see one GPU as cuda:0, but different GPUs.
+  const std::vector<std::string> hosts = {"n1", "n1", "n2"};
+  auto p = pick_gpu("auto", 1, 2, 1, 1, "n1");  // visible = 1: the counts alone say "shared"
+  EXPECT_EQ(p.device, 0);
+  EXPECT_TRUE(p.shared);
+  EXPECT_FALSE(shares_device(0, hosts, {"GPU-aa", "GPU-bb", "GPU-cc"}));
+  EXPECT_FALSE(shares_device(1, hosts, {"GPU-aa", "GPU-bb", "GPU-cc"}));
+  // The same physical GPU behind both: shared, for both of them.
+  EXPECT_TRUE(shares_device(0, hosts, {"GPU-aa", "GPU-aa", "GPU-cc"}));
+  EXPECT_TRUE(shares_device(1, hosts, {"GPU-aa", "GPU-aa", "GPU-cc"}));
+  EXPECT_FALSE(shares_device(2, hosts, {"GPU-aa", "GPU-aa", "GPU-cc"}));
+  // Equal UUIDs on different hosts are not one device; CPU learners ("") never share.
+  EXPECT_FALSE(shares_device(1, {"n1", "n2", "n3"}, {"GPU-aa", "GPU-aa", "GPU-aa"}));
+  EXPECT_FALSE(shares_device(0, hosts, {"", "", "GPU-cc"}));
+}
+
 TEST(Losses, MaskedSequencesLeaveTheLossAsIfTheyWereNeverInTheBatch) {
   // Sequences masked out (too old) must give the loss of the batch without them, for IMPALA and
   // APPO, with and without importance weights: each column's V-trace is independent.
