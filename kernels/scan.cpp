@@ -40,6 +40,13 @@ void check_inputs(const torch::Tensor& a, const torch::Tensor& b, const torch::T
   scan_dtype(a);
 }
 
+// What the kernels read through a raw pointer: contiguous memory holding the values themselves.
+// contiguous() alone keeps PyTorch's lazy conjugate and negative bits (a.conj() is a view whose
+// memory holds a, not conj(a)), so they are resolved first.
+torch::Tensor plain(const torch::Tensor& t) {
+  return t.defined() ? t.resolve_conj().resolve_neg().contiguous() : t;
+}
+
 // The parameters every scan pass shares.
 template <typename P>
 void fill_common(P& p, const torch::Tensor& a, bool reverse) {
@@ -62,6 +69,8 @@ void run_on_device(const torch::Tensor& a, const P& p, CpuFn cpu_fn, CudaFn cuda
 #ifdef MPIRL_WITH_CUDA
   c10::cuda::CUDAGuard guard(a.device());
   int code = cuda_fn(p, at::cuda::getCurrentCUDAStream().stream());
+  MPIRL_CHECK(code >= 0, "linear_scan: a CUDA error was pending before the {} (earlier work failed): {}", what,
+              cuda::error_string(code));
   MPIRL_CHECK(code == 0, "linear_scan: CUDA {} failed: {}", what, cuda::error_string(code));
 #else
   (void)cuda_fn;
@@ -91,8 +100,7 @@ class LinearScanFn : public torch::autograd::Function<LinearScanFn> {
 torch::Tensor linear_scan_forward(const torch::Tensor& a_in, const torch::Tensor& b_in, const torch::Tensor& h0_in,
                                   bool reverse) {
   check_inputs(a_in, b_in, h0_in);
-  auto a = a_in.contiguous(), b = b_in.contiguous();
-  auto h0 = h0_in.defined() ? h0_in.contiguous() : h0_in;
+  auto a = plain(a_in), b = plain(b_in), h0 = plain(h0_in);
   auto h = torch::empty_like(a, torch::MemoryFormat::Contiguous);
   ScanForwardParams p;
   fill_common(p, a, reverse);
@@ -108,8 +116,7 @@ std::vector<torch::Tensor> linear_scan_backward(const torch::Tensor& a_in, const
                                                 const torch::Tensor& h0_in, const torch::Tensor& gh_in, bool reverse) {
   check_inputs(a_in, h_in, h0_in);
   MPIRL_CHECK(gh_in.sizes() == a_in.sizes(), "linear_scan backward: gradient shape differs from the output's");
-  auto a = a_in.contiguous(), h = h_in.contiguous(), gh = gh_in.to(a.scalar_type()).contiguous();
-  auto h0 = h0_in.defined() ? h0_in.contiguous() : h0_in;
+  auto a = plain(a_in), h = plain(h_in), gh = plain(gh_in.to(a.scalar_type())), h0 = plain(h0_in);
   auto ga = torch::empty_like(a, torch::MemoryFormat::Contiguous);
   auto gb = torch::empty_like(a, torch::MemoryFormat::Contiguous);
   ScanBackwardParams p;

@@ -68,16 +68,18 @@ LearnerState learner_state_from_json(const nlohmann::json& j, const std::string&
   return s;
 }
 
-LearnerState load_checkpoint(const std::string& dir, Trainer& trainer, const Comms& comms) {
-  {
-    torch::serialize::InputArchive ar;
-    try {
-      ar.load_from(dir + "/learner.pt", trainer.device());
-      trainer.load(ar);
-    } catch (const c10::Error& e) {
-      throw Error(fmt::format("checkpoint file '{}/learner.pt' does not load: {}", dir, e.what_without_backtrace()));
-    }
+void read_learner_pt(const std::string& path, Trainer& trainer) {
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(path, torch::Device(torch::kCPU));
+    trainer.load(ar);
+  } catch (const c10::Error& e) {
+    throw Error(fmt::format("checkpoint file '{}' does not load: {}", path, e.what_without_backtrace()));
   }
+}
+
+LearnerState load_checkpoint(const std::string& dir, Trainer& trainer, const Comms& comms) {
+  read_learner_pt(dir + "/learner.pt", trainer);
   const std::string path = dir + "/state.json";
   std::ifstream in(path);
   if (!in) throw Error(fmt::format("cannot open checkpoint file '{}'", path));

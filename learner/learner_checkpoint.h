@@ -33,6 +33,12 @@ nlohmann::json to_json(const LearnerState& s);
 // Throws Error naming `where` and the missing or malformed field.
 LearnerState learner_state_from_json(const nlohmann::json& j, const std::string& where);
 
+// Parameters, optimizer state and RNG states from a learner.pt into `trainer`. The archive is read
+// onto the CPU whatever the trainer's device (a GPU learner's RNG states must stay CPU byte
+// tensors for set_state; the trainer moves parameters and moments to its device itself). Throws
+// Error naming the file when it does not load.
+void read_learner_pt(const std::string& path, Trainer& trainer);
+
 // Every learner: parameters, optimizer and RNG from <dir>/learner.pt; returns <dir>/state.json
 // with this learner's counts first in `counts` (the others' dropped).
 LearnerState load_checkpoint(const std::string& dir, Trainer& trainer, const Comms& comms);

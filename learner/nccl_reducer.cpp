@@ -8,7 +8,10 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <thread>
 #endif
 
@@ -16,6 +19,24 @@ namespace mpirl::learner {
 
 #if MPIRL_WITH_NCCL
 namespace {
+
+// Runs `f` on a thread of its own and waits for it at most `seconds`; false if it did not finish
+// (the thread is then left to the process's exit, which follows the error being reported). NCCL's
+// ncclCommAbort and ncclCommDestroy wait until every CUDA graph that captured an operation of the
+// communicator is destroyed (NCCL >= 2.26: commDestroySync spins on localPersistentRefs), and the
+// Trainer's graphs outlive a failure detected inside a replay; a bounded wait keeps
+// learner.collective_timeout_s a timeout instead of an endless hang.
+bool bounded(std::function<void()> f, double seconds) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([f = std::move(f), done] {
+    f();
+    done->store(true);
+  }).detach();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done->load() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done->load();
+}
 
 class NcclReducer final : public GradientReducer {
  public:
@@ -32,13 +53,39 @@ class NcclReducer final : public GradientReducer {
     ncclResult_t r = ncclCommInitRankConfig(&comm_, size, id, rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) fail("ncclCommInitRankConfig", r);
     wait_ready("ncclCommInitRankConfig");
-    if (cudaEventCreateWithFlags(&done_, cudaEventDisableTiming) != cudaSuccess) fail_cuda("cudaEventCreate");
+    if (cudaError_t e = cudaEventCreateWithFlags(&done_, cudaEventDisableTiming); e != cudaSuccess)
+      fail_cuda("cudaEventCreate", e);
   }
 
+  // Never destroys a communicator mid-operation, and never waits without a bound: the last
+  // all-reduce is given learner.collective_timeout_s to complete, then the communicator is
+  // finalized (non-blocking: polled until it leaves ncclInProgress) and destroyed, each bounded.
+  // The Trainer (and its CUDA graphs) is destroyed before the reducer it was built on.
   ~NcclReducer() override {
-    if (pending_ && comm_) cudaEventSynchronize(done_);  // never destroy a communicator mid-operation
+    if (comm_) {
+      const double t = req_.timeout_s;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(t);
+      while (pending_ && cudaEventQuery(done_) == cudaErrorNotReady && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      const bool idle = !pending_ || cudaEventQuery(done_) == cudaSuccess;
+      ncclComm_t c = comm_;
+      comm_ = nullptr;
+      if (!idle) {  // the last all-reduce never completed: a peer is gone
+        bounded([c] { ncclCommAbort(c); }, 10);
+      } else {
+        auto finalize_destroy = [c, t] {
+          ncclResult_t st = ncclCommFinalize(c);  // non-blocking: ncclInProgress until flushed
+          const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(t);
+          while (st == ncclInProgress && std::chrono::steady_clock::now() < end) {
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+            if (ncclCommGetAsyncError(c, &st) != ncclSuccess) break;
+          }
+          ncclCommDestroy(c);
+        };
+        bounded(finalize_destroy, t + 5);  // if it does not return, it is left to the process's exit
+      }
+    }
     if (done_) cudaEventDestroy(done_);
-    if (comm_) ncclCommDestroy(comm_);
   }
 
   std::string name() const override { return "NCCL all-reduce (one GPU per learner)"; }
@@ -57,7 +104,7 @@ class NcclReducer final : public GradientReducer {
     c10::cuda::CUDAGuard guard(req_.device.index());
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(req_.device.index()).stream();
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) fail_cuda("cudaStreamIsCapturing");
+    if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) fail_cuda("cudaStreamIsCapturing", e);
     const bool capturing = capture != cudaStreamCaptureStatusNone;
     if (!capturing) wait_previous();
     int64_t n = 0;
@@ -92,18 +139,24 @@ class NcclReducer final : public GradientReducer {
     throw Error(fmt::format("learner rank {} @ {}: {} failed: {}{}{}", req_.rank, req_.host, what,
                             ncclGetErrorString(r), detail.empty() ? "" : ": ", detail));
   }
-  [[noreturn]] void fail_cuda(const char* what) {
-    const cudaError_t e = cudaGetLastError();
+  // `e`: the failing call's own result (cudaGetLastError could report an older error instead).
+  [[noreturn]] void fail_cuda(const char* what, cudaError_t e) {
     abort_comm();
-    throw Error(fmt::format("learner rank {} @ {}: {} failed: {}", req_.rank, req_.host, what, cudaGetErrorString(e)));
+    throw Error(fmt::format("learner rank {} @ {}: {} failed: {} ({})", req_.rank, req_.host, what,
+                            cudaGetErrorString(e), cudaGetErrorName(e)));
   }
+  // Before an error is thrown: the abort sets the communicator's abort flag at once (a kernel
+  // stuck on a lost peer returns) but may then wait for CUDA graphs holding the communicator, so
+  // it is bounded; the process ends right after the error (MPI_Abort).
   void abort_comm() {
-    if (comm_) ncclCommAbort(comm_);
+    if (!comm_) return;
+    ncclComm_t c = comm_;
     comm_ = nullptr;
+    bounded([c] { ncclCommAbort(c); }, 10);
   }
   // The all-reduce just enqueued on `stream` is pending until its event completes.
   void watch(cudaStream_t stream) {
-    if (cudaEventRecord(done_, stream) != cudaSuccess) fail_cuda("cudaEventRecord");
+    if (cudaError_t e = cudaEventRecord(done_, stream); e != cudaSuccess) fail_cuda("cudaEventRecord", e);
     pending_ = true;
     started_ = std::chrono::steady_clock::now();
   }
@@ -133,7 +186,7 @@ class NcclReducer final : public GradientReducer {
         pending_ = false;
         return;
       }
-      if (q != cudaErrorNotReady) fail_cuda("cudaEventQuery");
+      if (q != cudaErrorNotReady) fail_cuda("cudaEventQuery", q);
       ncclResult_t st = ncclSuccess;
       check(ncclCommGetAsyncError(comm_, &st), "ncclCommGetAsyncError");
       if (st != ncclSuccess && st != ncclInProgress) fail("ncclAllReduce (async)", st);

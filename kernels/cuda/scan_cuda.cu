@@ -9,6 +9,9 @@ namespace {
 template <bool kBackward>
 int launch(ScanDType dtype, const ScanKernelArgs& args, void* stream) {
   if (args.T == 0 || args.N == 0) return 0;
+  // An error left by earlier work would be returned by the check after the launch and taken for
+  // this kernel's: it is reported as what it is (negative), not as a failure of the scan.
+  if (cudaError_t before = cudaGetLastError(); before != cudaSuccess) return -int(before);
   dim3 block(kLanes, kWarps);
   dim3 grid(unsigned((args.N + kLanes - 1) / kLanes));
   auto s = static_cast<cudaStream_t>(stream);
@@ -34,6 +37,6 @@ int scan_backward(const ScanBackwardParams& p, void* stream) {
   return launch<true>(p.dtype, k, stream);
 }
 
-const char* error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
+const char* error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code < 0 ? -code : code)); }
 
 }  // namespace mpirl::kernels::cuda

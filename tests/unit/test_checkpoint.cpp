@@ -112,6 +112,51 @@ TEST(Checkpoint, TrainerRoundTripIsBitExactAndTheNextUpdateToo) {
     }
 }
 
+// learner.pt is read onto the CPU whatever the learner's device. Read onto the trainer's device
+// (the code before, on every GPU resume), the RNG states arrive as device tensors and set_state
+// refuses them ("RNG state must be a torch.ByteTensor"). No GPU here: the meta device stands in
+// for one to show that mechanism; read_learner_pt itself is checked on a CPU trainer (bit-exact).
+TEST(Checkpoint, LearnerPtIsReadOntoTheCpu) {
+  Config cfg = load_config("", {});
+  auto spec = envs::env_spec(cfg);
+  NoReducer none;
+  torch::manual_seed(1);
+  Trainer a(cfg, spec, torch::kCPU, none);
+  auto batch = random_batch(5, 4, spec.obs_size(), spec.num_actions, 0, 3);
+  a.update(batch, {});
+  TempDir dir;
+  const std::string path = dir.path + "/learner.pt";
+  {
+    torch::serialize::OutputArchive ar;
+    a.save(ar);
+    ar.save_to(path);
+  }
+  // The mechanism of the GPU failure: RNG states read onto another device cannot be set.
+  torch::serialize::InputArchive on_device, on_cpu;
+  on_device.load_from(path, torch::Device(torch::kMeta));
+  on_cpu.load_from(path, torch::Device(torch::kCPU));
+  torch::Tensor rng_device, rng_cpu;
+  on_device.read("rng_cpu", rng_device);
+  on_cpu.read("rng_cpu", rng_cpu);
+  at::Generator g = at::detail::createCPUGenerator();
+  EXPECT_THROW(g.set_state(rng_device), c10::Error);
+  EXPECT_NO_THROW(g.set_state(rng_cpu));
+  // read_learner_pt restores a trainer bit for bit.
+  torch::manual_seed(2);
+  Trainer b(cfg, spec, torch::kCPU, none);
+  ASSERT_FALSE(bit_equal(params_of(a), params_of(b)));
+  read_learner_pt(path, b);
+  EXPECT_TRUE(bit_equal(params_of(a), params_of(b)));
+  // A file that is not an archive is named.
+  write(dir.path + "/bad.pt", "not a zip archive");
+  try {
+    read_learner_pt(dir.path + "/bad.pt", b);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.pt"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Checkpoint, SealedIsLoadedPartialAndCorruptAreSkipped) {
   TempDir run;
   EXPECT_TRUE(ckpt::latest(run.path).dir.empty());

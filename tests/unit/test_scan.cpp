@@ -142,6 +142,33 @@ TEST(Scan, ResetCutsTheHistory) {
   EXPECT_DOUBLE_EQ(h[2][0].item<double>(), 4.0);
 }
 
+// a.conj() and -b are lazy views (a conjugate / negative bit over the original memory): the kernels
+// read raw pointers, so the binding must resolve them. Compared with the same values materialised,
+// outputs and every gradient (the backward's incoming gradient arrives conj-flagged too).
+TEST(Scan, ConjugateAndNegativeViewsAreResolved) {
+  auto g = torch::make_generator<at::CPUGeneratorImpl>(11);
+  for (bool reverse : {false, true}) {
+    auto a0 = random_a({33, 4}, torch::kComplexDouble, g), b0 = random_b({33, 4}, torch::kComplexDouble, g);
+    auto h00 = random_b({4}, torch::kComplexDouble, g), W = random_b({33, 4}, torch::kComplexDouble, g);
+    auto run = [&](bool lazy) {
+      auto a = a0.clone().requires_grad_(), b = b0.clone().requires_grad_(), h0 = h00.clone().requires_grad_();
+      auto ac = lazy ? a.conj() : a.conj().resolve_conj();
+      auto bn = lazy ? at::_neg_view(b) : -b;
+      auto h0c = lazy ? h0.conj() : h0.conj().resolve_conj();
+      if (lazy) EXPECT_TRUE(ac.is_conj() && bn.is_neg() && h0c.is_conj());
+      auto h = kernels::linear_scan(ac, bn, h0c, reverse);
+      // L = Re(sum(W * conj(h))): its gradient w.r.t. h is W, whose conj view reaches the backward
+      torch::real(W * h.conj()).sum().backward();
+      return std::vector<torch::Tensor>{h.detach().resolve_conj(), a.grad(), b.grad(), h0.grad()};
+    };
+    auto lazy = run(true), plain = run(false);
+    auto ref = naive_scan(a0.conj().resolve_conj(), -b0, h00.conj().resolve_conj(), reverse);
+    EXPECT_LT((plain[0] - ref).abs().max().item<double>(), 1e-12) << "reverse " << reverse;
+    for (size_t i = 0; i < lazy.size(); ++i)
+      EXPECT_LT((lazy[i] - plain[i]).abs().max().item<double>(), 1e-12) << "tensor " << i << " reverse " << reverse;
+  }
+}
+
 TEST(Scan, RejectsBadInput) {
   auto a = torch::zeros({4, 3});
   EXPECT_THROW(kernels::linear_scan(a, torch::zeros({4, 2})), std::exception);
