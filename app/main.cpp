@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
                "  mpirun -n 6 mpirl train --config FILE --set learner.algo=appo\n"
                "  mpirun -n 4 mpirl train --resume runs/NAME   (continue from its newest checkpoint)\n"
                "  mpirl eval runs/NAME --episodes 20\n"
-               "  mpirl replay inspect runs/NAME/replay.h5\n"};
+               "  mpirl replay inspect runs/NAME/replay.h5\n"
+               "  mpirun -n 4 --map-by ppr:1:node mpirl selftest   (check a new cluster)\n"};
   app.set_version_flag("--version", std::string("mpirl ") + MPIRL_VERSION + " (LibTorch " + MPIRL_TORCH_VERSION + ")");
   app.require_subcommand(1);
 
@@ -35,6 +36,12 @@ int main(int argc, char** argv) {
   eval->add_flag("--greedy", greedy, "take the most likely action instead of sampling");
   eval->add_option("--seed", seed, "env seed");
 
+  auto* selftest = app.add_subcommand(
+      "selftest", "check the scan kernels, the learner step and the all-reduce on every rank's device, and the "
+                  "all-reduce bandwidth (mpirun -n N --map-by ppr:1:node mpirl selftest)");
+  selftest->add_option("--config,-c", config_file, "TOML config whose model and batch shapes the step check uses");
+  selftest->add_option("--set,-s", overrides, "override section.key=value (repeatable)")->take_all();
+
   auto* envs = app.add_subcommand("envs", "list the built-in environments and their specs");
 
   auto* replay = app.add_subcommand("replay", "replay dump tools (HDF5 files written by the replay rank)");
@@ -54,6 +61,7 @@ int main(int argc, char** argv) {
   }
   if (*train) return mpirl::train_main(&argc, &argv, config_file, overrides, resume_dir);
   if (*eval) return mpirl::eval_main(run_dir, episodes, greedy, seed);
+  if (*selftest) return mpirl::selftest_main(&argc, &argv, config_file, overrides);
   if (*envs) return mpirl::envs_main();
   if (*inspect) return mpirl::buffer::replay_inspect_main(dump_in);
   if (*roundtrip) return mpirl::buffer::replay_roundtrip_main(dump_in, dump_out);

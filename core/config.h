@@ -47,6 +47,7 @@ struct Config {
     int appo_epochs = 1, appo_minibatches = 1;
     int64_t max_policy_lag = 0;
     double collective_timeout_s = 300;
+    bool self_check = true;  // check the scan, the step and the reducer before training; fall back on a mismatch
     bool cuda_graph = true;  // CUDA learners: the optimizer step as a captured CUDA graph
   } learner;
   struct Model {
@@ -55,6 +56,9 @@ struct Config {
     std::string activation, core;
     int64_t core_size = 128, core_state = 64;
   } model;
+  struct Kernels {
+    std::string scan_backend = "auto";  // "auto" | "native" | "aten" (kernels/scan.h)
+  } kernels;
 
   // The resolved configuration as TOML (defaults + file + overrides); what rank 0 broadcasts and
   // what is written to the run directory.

@@ -81,6 +81,9 @@ const Schema& schema() {
     m["learner.max_grad_norm"] = float_field(0, inf, [](Config& c, double v) { c.learner.max_grad_norm = v; });
     m["learner.collective_timeout_s"] = float_field(1, inf, [](Config& c, double v) { c.learner.collective_timeout_s = v; });
     m["learner.cuda_graph"] = bool_field([](Config& c, bool v) { c.learner.cuda_graph = v; });
+    m["learner.self_check"] = bool_field([](Config& c, bool v) { c.learner.self_check = v; });
+    m["kernels.scan_backend"] =
+        string_field({"auto", "native", "aten"}, [](Config& c, std::string v) { c.kernels.scan_backend = v; });
     m["learner.gamma"] = float_field(0, 1, [](Config& c, double v) { c.learner.gamma = v; });
     m["learner.rho_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.rho_bar = v; });
     m["learner.c_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.c_bar = v; });

@@ -1,5 +1,7 @@
 #include "kernels/scan.h"
 
+#include <atomic>
+
 #include "kernels/cpu/scan_cpu.h"
 #include "core/error.h"
 #ifdef MPIRL_WITH_CUDA
@@ -136,7 +138,33 @@ std::vector<torch::Tensor> linear_scan_backward(const torch::Tensor& a_in, const
   return {ga, gb, gh0};
 }
 
+torch::Tensor linear_scan_aten(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& h0, bool reverse) {
+  check_inputs(a, b, h0);
+  const int64_t T = a.size(0);
+  std::vector<torch::Tensor> hs(static_cast<size_t>(T));
+  torch::Tensor h = h0.defined() ? h0 : torch::zeros(a.sizes().slice(1), a.options());
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = reverse ? T - 1 - s : s;
+    h = torch::addcmul(b[t], a[t], h);  // a_t * h + b_t
+    hs[size_t(t)] = h;
+  }
+  return T ? torch::stack(hs) : torch::empty_like(a);
+}
+
+namespace {
+std::atomic<ScanBackend> g_backend{ScanBackend::Native};
+}  // namespace
+
+void set_scan_backend(ScanBackend b) { g_backend = b; }
+ScanBackend scan_backend() { return g_backend; }
+const char* scan_backend_name(ScanBackend b) { return b == ScanBackend::Aten ? "aten" : "native"; }
+
 torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& h0, bool reverse) {
+  return g_backend == ScanBackend::Aten ? linear_scan_aten(a, b, h0, reverse) : linear_scan_native(a, b, h0, reverse);
+}
+
+torch::Tensor linear_scan_native(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& h0,
+                                 bool reverse) {
   // A defined h0 keeps the autograd signature fixed; zeros cost one [N] tensor.
   auto h0z = h0.defined() ? h0 : torch::zeros(a.sizes().slice(1), a.options());
   if (!a.requires_grad() && !b.requires_grad() && !h0z.requires_grad()) return linear_scan_forward(a, b, h0z, reverse);

@@ -11,6 +11,8 @@
 
 namespace mpirl::learner {
 
+enum class ReducerKind { None, Mpi, Nccl };
+
 class GradientReducer {
  public:
   virtual ~GradientReducer() = default;
@@ -18,6 +20,7 @@ class GradientReducer {
   // counts as zeros). Every learner calls it once per optimizer step, in the same order.
   virtual void average(const std::vector<torch::Tensor>& params) = 0;
   virtual std::string name() const = 0;
+  virtual ReducerKind kind() const = 0;
   // True when average() is device work only (no host synchronisation), so that a CUDA graph can
   // capture it with the rest of the step (learner/graph_step.h); the MPI host path is not.
   virtual bool capturable() const { return false; }
@@ -31,6 +34,7 @@ class NoReducer final : public GradientReducer {
  public:
   void average(const std::vector<torch::Tensor>&) override {}
   std::string name() const override { return "none (1 learner)"; }
+  ReducerKind kind() const override { return ReducerKind::None; }
   bool capturable() const override { return true; }
 };
 
@@ -41,6 +45,7 @@ class MpiReducer final : public GradientReducer {
   MpiReducer(MPI_Comm learners, int size) : comm_(learners), size_(size) {}
   void average(const std::vector<torch::Tensor>& params) override;
   std::string name() const override { return "MPI_Allreduce (host)"; }
+  ReducerKind kind() const override { return ReducerKind::Mpi; }
 
  private:
   MPI_Comm comm_;
@@ -57,7 +62,6 @@ struct ReducerRequest {
   std::string host;
 };
 
-enum class ReducerKind { None, Mpi, Nccl };
 struct ReducerChoice {
   ReducerKind kind;
   std::string why;  // logged by learner 0

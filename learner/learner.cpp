@@ -7,46 +7,23 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include "comm/param_channel.h"
 #include "core/checkpoint.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault.h"
 #include "core/signals.h"
 #include "envs/registry.h"
+#include "kernels/scan.h"
 #include "learner/batch_source.h"
 #include "learner/learner_checkpoint.h"
 #include "learner/placement.h"
-#include "learner/publish_schedule.h"
+#include "learner/publisher.h"
 #include "learner/run_controller.h"
+#include "learner/self_check.h"
 #include "learner/trainer.h"
 
 namespace mpirl::learner {
 namespace {
-
-// Learner 0's side of the parameter channel (the schedule is learner/publish_schedule.h).
-class Publisher {
- public:
-  Publisher(const Comms& comms, models::Policy& policy)
-      : policy_(policy), flat_(size_t(models::num_params(policy))), channel_(comms.publish, int64_t(flat_.size())) {}
-  void due() { schedule_.due(); }
-  // `version`: of the parameters as they are now (the updates so far).
-  void poll(int64_t version) {
-    const int64_t v = schedule_.take(channel_.idle(), version);
-    if (v < 0) return;
-    models::write_flat(policy_, flat_.data());
-    channel_.publish(flat_.data(), v);
-  }
-  void wait() { channel_.wait(); }
-  void stop() { channel_.publish_stop(); }
-  const PublishSchedule& schedule() const { return schedule_; }
-
- private:
-  models::Policy& policy_;
-  std::vector<float> flat_;
-  ParamChannel channel_;
-  PublishSchedule schedule_;
-};
 
 // What every learner must decide together before an update (one MAX all-reduce): a stop anywhere
 // stops all, at the same update (an interrupt wins over a preemption, which wins over any other
@@ -101,6 +78,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   torch::manual_seed(cfg.run.seed);
   std::string reducer_why;
   auto reducer = make_gradient_reducer(comms.learners, comms.layout.learners, where, &reducer_why);
+  std::vector<CheckResult> checks = start_checks(cfg, comms, device, reducer, &reducer_why);
   Trainer trainer(cfg, spec, device, *reducer);
   models::Policy& policy = trainer.policy();
   MPIRL_CHECK(policy->state_size() == layout.state_size(), "core state size {} != layout's {}", policy->state_size(),
@@ -113,6 +91,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     MPIRL_MPI(MPI_Bcast(flat.data(), int(flat.size()), MPI_FLOAT, 0, comms.learners));
     models::read_flat(policy, flat.data());
   }
+  step_check(checks, trainer, cfg, spec, comms);
   if (lead)
     spdlog::info("learners on {}, {}; gradients averaged by {} ({})", device.str(), trainer.describe(), reducer->name(),
                  reducer_why);
@@ -120,7 +99,9 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   BatchSource source(cfg, comms, layout, spec, device);
   RunController run(cfg, comms, lead ? start.run_dir : "");
   {
-    nlohmann::json fields = {{"hosts", comms.num_hosts()}, {"ranks", ranks}, {"segment", start.segment}};
+    nlohmann::json fields = {{"hosts", comms.num_hosts()}, {"ranks", ranks}, {"segment", start.segment},
+                             {"scan_backend", kernels::scan_backend_name(kernels::scan_backend())}};
+    for (const auto& c : checks) fields["self_check"].push_back(to_json(c));
     if (!start.resume_from.empty()) fields["resumed_from"] = start.resume_from;
     run.set_summary_fields(fields);
   }

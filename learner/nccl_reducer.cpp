@@ -89,6 +89,7 @@ class NcclReducer final : public GradientReducer {
   }
 
   std::string name() const override { return "NCCL all-reduce (one GPU per learner)"; }
+  ReducerKind kind() const override { return ReducerKind::Nccl; }
   bool capturable() const override { return true; }
 
   // Inside a CUDA graph capture only the device work is recorded; each replay is then watched
@@ -214,6 +215,12 @@ class NcclReducer final : public GradientReducer {
 
 bool nccl_available() { return true; }
 
+std::string nccl_version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "unknown";
+  return fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
+}
+
 std::unique_ptr<GradientReducer> make_nccl_reducer(MPI_Comm learners, int size, const ReducerRequest& req) {
   MPIRL_CHECK(req.device.is_cuda(), "the NCCL reducer needs a CUDA device, not {}", req.device.str());
   return std::make_unique<NcclReducer>(learners, size, req);
@@ -222,6 +229,8 @@ std::unique_ptr<GradientReducer> make_nccl_reducer(MPI_Comm learners, int size, 
 #else
 
 bool nccl_available() { return false; }
+
+std::string nccl_version() { return "none"; }
 
 std::unique_ptr<GradientReducer> make_nccl_reducer(MPI_Comm, int, const ReducerRequest& req) {
   throw Error(fmt::format("learner rank {} @ {}: this mpirl was built without NCCL", req.rank, req.host));

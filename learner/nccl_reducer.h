@@ -10,6 +10,7 @@
 // waiting, the communicator's async error is polled; after learner.collective_timeout_s the
 // communicator is aborted and mpirl::Error names the rank and host.
 #include <memory>
+#include <string>
 
 #include "learner/gradient_reducer.h"
 
@@ -17,6 +18,8 @@ namespace mpirl::learner {
 
 // True when mpirl was built with NCCL (MPIRL_WITH_NCCL).
 bool nccl_available();
+// The NCCL library's version ("2.27.3"), or "none" in a build without NCCL.
+std::string nccl_version();
 
 // Collective over `learners`. Throws mpirl::Error (naming the rank and host) if NCCL cannot start,
 // or when built without NCCL.

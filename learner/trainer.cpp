@@ -53,6 +53,11 @@ void Trainer::bootstrap(TrainBatch& batch, const BootInputs& boot) {
   batch.trunc_value.index_put_({boot.t, boot.b}, v.to(batch.trunc_value.scalar_type()));
 }
 
+void Trainer::set_mode(StepMode m) {
+  mode_ = resolve(m, cfg_, device_);
+  static_.reset();
+}
+
 std::string Trainer::describe() const {
   const char* m = mode_ == StepMode::Graph    ? "CUDA graph"
                   : mode_ == StepMode::Static ? "static buffers, uncaptured"

@@ -12,8 +12,9 @@ int launch(ScanDType dtype, const ScanKernelArgs& args, void* stream) {
   // An error left by earlier work would be returned by the check after the launch and taken for
   // this kernel's: it is reported as what it is (negative), not as a failure of the scan.
   if (cudaError_t before = cudaGetLastError(); before != cudaSuccess) return -int(before);
-  dim3 block(kLanes, kWarps);
-  dim3 grid(unsigned((args.N + kLanes - 1) / kLanes));
+  const LaunchShape shape = launch_shape(args.N);
+  dim3 block(shape.block_x, shape.block_y);
+  dim3 grid(shape.grid_x);
   auto s = static_cast<cudaStream_t>(stream);
   switch (dtype) {
     case ScanDType::F32: scan_kernel<float, kBackward><<<grid, block, 0, s>>>(args); break;
@@ -26,16 +27,9 @@ int launch(ScanDType dtype, const ScanKernelArgs& args, void* stream) {
 
 }  // namespace
 
-int scan_forward(const ScanForwardParams& p, void* stream) {
-  ScanKernelArgs k{p.T, p.N, p.reverse, p.a, p.b, p.h0, nullptr, p.h, nullptr};
-  return launch<false>(p.dtype, k, stream);
-}
+int scan_forward(const ScanForwardParams& p, void* stream) { return launch<false>(p.dtype, forward_args(p), stream); }
 
-int scan_backward(const ScanBackwardParams& p, void* stream) {
-  // Runs against the forward direction.
-  ScanKernelArgs k{p.T, p.N, !p.reverse, p.a, p.grad_h, p.h0, p.h, p.grad_b, p.grad_a};
-  return launch<true>(p.dtype, k, stream);
-}
+int scan_backward(const ScanBackwardParams& p, void* stream) { return launch<true>(p.dtype, backward_args(p), stream); }
 
 const char* error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code < 0 ? -code : code)); }
 

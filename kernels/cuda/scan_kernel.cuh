@@ -10,25 +10,13 @@
 // Every input is read once and every output written once, for any T and any N. The backward pass
 // is the same kernel run against the forward direction over g = dL/dh, with the coefficient of
 // the following step, and writes dL/db = g and dL/da = g * conj(h_prev).
+//
+// It uses only threadIdx, blockIdx, __shared__ and __syncthreads (no warp intrinsics), so
+// tests/emulation runs it as host C++ with one thread per CUDA thread.
+#include "kernels/cuda/scan_launch.h"
 #include "kernels/scan_math.h"
-#include "kernels/scan_params.h"
 
 namespace mpirl::kernels::cuda {
-
-constexpr int kLanes = 32;  // channels per block
-constexpr int kWarps = 16;  // chunks per tile
-constexpr int kSteps = 8;   // steps per chunk
-
-struct ScanKernelArgs {
-  int64_t T, N;
-  bool reverse;  // iteration direction of this pass
-  const void* a;
-  const void* x;     // forward: b; backward: dL/dh
-  const void* h0;    // forward: initial state; backward: h0 of the forward pass (for dL/da)
-  const void* h;     // backward: forward output
-  void* out;         // forward: h; backward: dL/db
-  void* grad_a;      // backward only
-};
 
 template <typename S, bool kBackward>
 __global__ void __launch_bounds__(kLanes * kWarps) scan_kernel(ScanKernelArgs p) {

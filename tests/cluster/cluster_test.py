@@ -12,11 +12,14 @@ hostnames, addresses, /tmp and /dev/shm per node, Open MPI over TCP between node
   silent_node          an actor node's link cut (no FIN, no RST): the job ends within the bound
                        that Open MPI's keepalive gives (scripts/cluster-local.sh), naming the host;
                        nothing is left running on any node
+  slurm_*              sbatch -N 3 placement, preemption, node death under Slurm, the scaling
+                       study, and slurm/selftest.sbatch (a table row per node)
 Each case brings the cluster up and down. Run one: cluster_test.py --mpirl build/mpirl --repo . --workdir DIR CASE"""
 import argparse
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -318,6 +321,30 @@ def case_slurm_node_death(args):
     finally:
         if job and slurm_test.job_field(job, "JobState") in ("PENDING", "RUNNING", "REQUEUED"):
             slurm_test.slurm("scancel", job)
+        c.down()
+
+
+def case_slurm_selftest(args):
+    # slurm/selftest.sbatch on a 3-node allocation: one rank per node, a table row per node, the
+    # all-reduce checked and its bandwidth measured over TCP between the nodes; the job exits 0.
+    c = Cluster(args, 3, with_slurm=True)
+    try:
+        out = new_out(args)
+        log = os.path.join(out, "selftest-%j.out")
+        cmd = c.cmd("n1", "sbatch", "--parsable", "--wait", "-N", "3", f"--output={log}",
+                    f"--export=ALL,MPIRL_BIN={args.mpirl}", os.path.join(args.repo, "slurm", "selftest.sbatch"),
+                    "--set", "learner.batch_size=8")
+        print("$", " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=280, cwd=args.repo)
+        job = p.stdout.strip().split(";")[0]
+        text = open(log.replace("%j", job)).read()
+        print(text)
+        check(p.returncode == 0 and "selftest: every check passed" in text, f"the job exited {p.returncode}")
+        hosts = re.findall(r"^ +\d +(n\d) +cpu +ok", text, re.M)
+        check(hosts == ["n1", "n2", "n3"], f"a row per node with its checks ({hosts})")
+        check(re.search(r"MPI_Allreduce 16 MiB over 3 ranks: .* GB/s bus", text) and "vs MPI_Allreduce: ok" in text,
+              "the all-reduce between the nodes: checked and its bandwidth measured")
+    finally:
         c.down()
 
 

@@ -383,6 +383,60 @@ def case_backpressure_is_not_a_stall(args):
           "an actor waited longer than run.stall_timeout_s under back-pressure, and the run went on")
 
 
+def case_self_check_falls_back_together(args):
+    # A scan kernel that is wrong on learner 1 only (MPIRL_TEST_SELF_CHECK_FAULT): the verdict is
+    # agreed, so both learners switch to the ATen scan, each saying so, and the run trains on.
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = command(args, 5, ["roles.learners=2", "model.core=\"lru\"", "run.total_env_steps=60000"], out_dir)
+    code, out, _ = run_streamed(cmd, dict(ENV, MPIRL_TEST_SELF_CHECK_FAULT="scan:1"), 240)
+    sys.stdout.write(out[-3000:])
+    d = os.path.join(out_dir, "run")
+    s = finished_run(subprocess.CompletedProcess(cmd, code), d, 60000)
+    checks = {c["check"]: c for c in s["self_check"]}
+    check(s["scan_backend"] == "aten" and not checks["scan"]["ok"] and checks["scan"]["failed_on"] == [1],
+          f"the summary: scan failed on learner 1, scan_backend {s['scan_backend']}")
+    check(checks["reducer"]["ran"] and checks["reducer"]["ok"], "the reducer check ran and passed")
+    for r in (0, 1):
+        check(f"learner rank {r} @" in out and "ATen reference from now on" in out,
+              f"learner {r} says it falls back to the ATen scan")
+    check(len(re.findall(r"linear scans run on the ATen reference from now on", out)) == 2, "both learners, once each")
+    check(s["learner_param_max_abs_diff"] == 0.0, "the learners stay identical")
+
+
+def case_self_check_reducer_fatal(args):
+    # The MPI reducer disagreeing with MPI_Allreduce on learner 1 has nothing to fall back to: the
+    # job stops before training with an error naming the check and the rank, and no rank hangs.
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = command(args, 5, ["roles.learners=2", "run.total_env_steps=60000"], out_dir)
+    code, out, lines = run_streamed(cmd, dict(ENV, MPIRL_TEST_SELF_CHECK_FAULT="reducer:1"), 120)
+    sys.stdout.write(out[-2000:])
+    check(code != 0, f"exit code {code} != 0")
+    check("self-check" in out and "disagrees with MPI_Allreduce on rank(s) 1" in out, "the error names the check and rank 1")
+    check(not os.path.exists(os.path.join(out_dir, "run", "metrics.jsonl")), "no training happened")
+    dt = seconds_after(lines, "disagrees with MPI_Allreduce")
+    check(dt is not None and dt < 30, f"the job ended {dt:.1f} s after the error")
+
+
+def case_selftest_command(args):
+    # `mpirl selftest` on 3 ranks: a table of every rank's checks, the reducer and the MPI bandwidth,
+    # and which GPU checks could not run; exit 0. A faulty scan on rank 2: its row fails, exit 1.
+    base = [args.mpirun, "-n", "3", "--oversubscribe", args.mpirl, "selftest", "--set", "learner.batch_size=8"]
+    p = subprocess.run(base, env=ENV, capture_output=True, text=True, timeout=240)
+    print(p.stdout, p.stderr[-2000:])
+    check(p.returncode == 0 and "selftest: every check passed" in p.stdout, f"selftest passes (exit {p.returncode})")
+    rows = re.findall(r"^ +(\d) +\S+ +cpu +ok \S+ +ok \S+\s*$", p.stdout, re.M)
+    check(rows == ["0", "1", "2"], f"a row per rank with scan and step ok ({rows})")
+    check("MPI_Allreduce (host)" in p.stdout and "GB/s bus" in p.stdout, "the reducer check and the MPI bandwidth")
+    check("GPU checks not run" in p.stdout, "says which GPU checks could not run here")
+    p = subprocess.run(base, env=dict(ENV, MPIRL_TEST_SELF_CHECK_FAULT="scan:2"), capture_output=True, text=True,
+                       timeout=240)
+    print(p.stdout)
+    check(p.returncode == 1 and re.search(r"^ +2 .* FAILED ", p.stdout, re.M) and "selftest: FAILED" in p.stdout,
+          f"a faulty scan on rank 2 fails its row and the command (exit {p.returncode})")
+
+
 def case_bad_dump_path(args):
     blocker = os.path.join(args.workdir, f"file-{uuid.uuid4().hex[:8]}")
     open(blocker, "w").write("x")

@@ -1,0 +1,196 @@
+// `mpirl selftest`: the learners' self-checks on every rank, before a long run, on a new cluster:
+// the scan kernels against the ATen reference on each rank's device, one learner step in the mode
+// a learner would use (a CUDA graph; on the CPU the static-buffer path) against an eager one, the
+// gradient all-reduce over all ranks against MPI_Allreduce, and the all-reduce bandwidth between
+// the ranks (MPI; NCCL too when every rank has a GPU). Rank 0 prints one table; exit 0 when every
+// check that ran passed, 1 otherwise.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "app/commands.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "envs/registry.h"
+#include "learner/gradient_reducer.h"
+#include "learner/nccl_reducer.h"
+#include "learner/self_check.h"
+#include "learner/trainer.h"
+
+#ifdef MPIRL_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+namespace mpirl {
+namespace {
+
+using learner::CheckResult;
+
+struct Here {
+  torch::Device device = torch::kCPU;
+  std::string host, device_name = "cpu";
+};
+
+Here where_am_i() {
+  Here h;
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  h.host = name;
+#ifdef MPIRL_WITH_CUDA
+  if (torch::cuda::is_available()) {
+    MPI_Comm node;
+    int local = 0;
+    MPIRL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPIRL_MPI(MPI_Comm_rank(node, &local));
+    MPIRL_MPI(MPI_Comm_free(&node));
+    const int idx = local % int(torch::cuda::device_count());
+    h.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(idx));
+    h.device_name = fmt::format("cuda:{} {}", idx, at::cuda::getDeviceProperties(idx)->name);
+  }
+#endif
+  return h;
+}
+
+std::string verdict(const CheckResult& c) {
+  if (!c.ran) return "-";
+  return fmt::format("{} {:.1e}", c.ok ? "ok" : "FAILED", c.max_error);
+}
+
+// Seconds per all-reduce of `floats` floats (2 warm-up calls, then `reps` timed ones).
+template <typename F>
+double timed(F&& allreduce, int reps) {
+  for (int i = 0; i < 2; ++i) allreduce();
+  MPIRL_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) allreduce();
+  double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps, worst = 0;
+  MPIRL_MPI(MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  return worst;
+}
+
+// nccl-tests' convention: algorithm bandwidth = bytes / time; bus bandwidth = that x 2(n-1)/n.
+std::string bandwidth(const char* what, double bytes, double seconds, int n) {
+  const double alg = bytes / seconds / 1e9;
+  return fmt::format("{} {:.0f} MiB over {} ranks: {:.3f} ms, {:.2f} GB/s algorithm, {:.2f} GB/s bus", what,
+                     bytes / (1 << 20), n, seconds * 1e3, alg, alg * 2.0 * (n - 1) / n);
+}
+
+int run(const Config& cfg, int rank, int world) {
+  const Here here = where_am_i();
+  // This rank's checks: the scan, and a learner step in the mode it would train in.
+  std::vector<CheckResult> local = {learner::check_scan(here.device, rank)};
+  const envs::EnvSpec spec = envs::env_spec(cfg);
+  {
+    learner::NoReducer none;
+    torch::manual_seed(cfg.run.seed);
+    learner::Trainer trainer(cfg, spec, here.device, none,
+                             here.device.is_cuda() ? learner::StepMode::Auto : learner::StepMode::Static);
+    local.push_back(learner::check_step(trainer, cfg, spec, rank));
+  }
+  // The gradient all-reduce over every rank, as learners on these devices would average.
+  learner::ReducerRequest req;
+  req.device = here.device;
+  req.rank = rank;
+  req.host = here.host;
+  req.timeout_s = cfg.learner.collective_timeout_s;
+  std::string why;
+  auto reducer = learner::make_gradient_reducer(MPI_COMM_WORLD, world, req, &why);
+  std::vector<CheckResult> shared = {learner::check_reducer(*reducer, MPI_COMM_WORLD, world, here.device, rank)};
+  learner::agree(shared, MPI_COMM_WORLD);
+  std::vector<std::string> lines;
+  if (world > 1) {
+    const int64_t n = int64_t(1) << 22;  // 16 MiB of float32
+    std::vector<float> in(static_cast<size_t>(n), 1.0f), out(static_cast<size_t>(n));
+    const double t = timed([&] { MPIRL_MPI(MPI_Allreduce(in.data(), out.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD)); }, 5);
+    lines.push_back(bandwidth("MPI_Allreduce", 4.0 * double(n), t, world));
+    if (reducer->kind() == learner::ReducerKind::Nccl) {
+      auto p = torch::zeros({n}, torch::TensorOptions().device(here.device)).requires_grad_(true);
+      p.mutable_grad() = torch::ones_like(p);
+      const double tn = timed(
+          [&] {
+            reducer->average({p});
+            torch::cuda::synchronize(here.device.index());
+          },
+          5);
+      lines.push_back(bandwidth("NCCL all-reduce (with pack/unpack)", 4.0 * double(n), tn, world));
+    }
+  }
+  // Rank 0 gathers every rank's row.
+  nlohmann::json row = {{"rank", rank}, {"host", here.host}, {"device", here.device_name}};
+  for (const auto& c : local) row[c.name] = learner::to_json(c);
+  const std::string text = row.dump();
+  int len = int(text.size());
+  std::vector<int> lens(static_cast<size_t>(world)), offs(static_cast<size_t>(world));
+  MPIRL_MPI(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  for (int r = 1; r < world; ++r) offs[size_t(r)] = offs[size_t(r - 1)] + lens[size_t(r - 1)];
+  std::string all(rank == 0 ? size_t(offs.back() + lens.back()) : 0, '\0');
+  MPIRL_MPI(MPI_Gatherv(text.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, 0, MPI_COMM_WORLD));
+  bool ok = shared[0].ok;
+  for (const auto& c : local) ok = ok && (!c.ran || c.ok);
+  int all_ok = ok, every = 0;
+  MPIRL_MPI(MPI_Allreduce(&all_ok, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (rank != 0) return every ? 0 : 1;
+
+  bool any_gpu = false;
+  fmt::print("mpirl selftest: {} rank(s); torch {}, CUDA kernels {}, NCCL {}\n", world, MPIRL_TORCH_VERSION,
+#ifdef MPIRL_WITH_CUDA
+             "built",
+#else
+             "not built",
+#endif
+             learner::nccl_version());
+  fmt::print("{:>4}  {:<12} {:<22} {:<16} {:<16}\n", "rank", "host", "device", "scan", "step");
+  for (int r = 0; r < world; ++r) {
+    auto j = nlohmann::json::parse(all.substr(size_t(offs[size_t(r)]), size_t(lens[size_t(r)])));
+    auto cell = [&](const char* k) {
+      CheckResult c;
+      c.ran = j[k]["ran"];
+      c.ok = j[k]["ok"];
+      c.max_error = j[k]["max_error"];
+      return verdict(c);
+    };
+    const std::string dev = j["device"];
+    any_gpu = any_gpu || dev != "cpu";
+    fmt::print("{:>4}  {:<12} {:<22} {:<16} {:<16}\n", r, std::string(j["host"]).substr(0, 12), dev.substr(0, 22),
+               cell("scan"), cell("step"));
+  }
+  const auto& red = shared[0];
+  fmt::print("all-reduce check: {} vs MPI_Allreduce: {}{}\n  (the learners' reducer here: {})\n", reducer->name(),
+             red.ran ? (red.ok ? "ok" : "FAILED") : "not run",
+             red.ran ? fmt::format(", max error {:.1e}", red.max_error) : " (" + red.note + ")", why);
+  for (const auto& l : lines) fmt::print("{}\n", l);
+  if (!any_gpu)
+    fmt::print("GPU checks not run (no GPU visible):\n"
+               "  the CUDA scan kernel (the CPU kernels were checked),\n"
+               "  the CUDA graph step (the same static-buffer path was checked, uncaptured),\n"
+               "  the NCCL all-reduce and its bandwidth.\n");
+  fmt::print("{}\n", every ? "selftest: every check passed" : "selftest: FAILED (see above)");
+  return every ? 0 : 1;
+}
+
+}  // namespace
+
+int selftest_main(int* argc, char*** argv, const std::string& config_file, const std::vector<std::string>& overrides) {
+  MPI_Init(argc, argv);
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  int code = 0;
+  try {
+    const Config cfg = load_config(config_file, overrides);
+    code = run(cfg, rank, world);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mpirl selftest: rank {}: {}\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace mpirl

@@ -1,0 +1,37 @@
+#pragma once
+// Learner 0's side of the parameter channel: the newest parameters go to every actor when the
+// schedule (learner/publish_schedule.h) says so and the previous broadcast has completed.
+#include <cstdint>
+#include <vector>
+
+#include "comm/param_channel.h"
+#include "comm/ranks.h"
+#include "learner/publish_schedule.h"
+#include "models/policy.h"
+
+namespace mpirl::learner {
+
+class Publisher {
+ public:
+  Publisher(const Comms& comms, models::Policy& policy)
+      : policy_(policy), flat_(size_t(models::num_params(policy))), channel_(comms.publish, int64_t(flat_.size())) {}
+  void due() { schedule_.due(); }
+  // `version`: of the parameters as they are now (the updates so far).
+  void poll(int64_t version) {
+    const int64_t v = schedule_.take(channel_.idle(), version);
+    if (v < 0) return;
+    models::write_flat(policy_, flat_.data());
+    channel_.publish(flat_.data(), v);
+  }
+  void wait() { channel_.wait(); }
+  void stop() { channel_.publish_stop(); }
+  const PublishSchedule& schedule() const { return schedule_; }
+
+ private:
+  models::Policy& policy_;
+  std::vector<float> flat_;
+  ParamChannel channel_;
+  PublishSchedule schedule_;
+};
+
+}  // namespace mpirl::learner

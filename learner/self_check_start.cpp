@@ -1,0 +1,79 @@
+// The self-checks at a learner's start (learner/self_check.h): which run, the agreement, and
+// the fallbacks, logged by every learner for itself.
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "kernels/scan.h"
+#include "learner/self_check.h"
+
+namespace mpirl::learner {
+namespace {
+
+void log_verdicts(const std::vector<CheckResult>& checks, const Comms& comms, size_t from) {
+  for (size_t i = from; i < checks.size(); ++i) {
+    const auto& c = checks[i];
+    if (!c.ran) continue;
+    if (c.ok) {
+      if (comms.rank == 0)
+        spdlog::info("self-check {}: ok, max error {:.2e} (tolerance {:.0e}) on every learner", c.name, c.max_error,
+                     c.tolerance);
+    } else {
+      spdlog::warn("self-check {} failed on learner rank(s) {}: max error {:.3g} > {:.0e} ({})", c.name,
+                   fmt::join(c.failed_on, ", "), c.max_error, c.tolerance, c.what);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<CheckResult> start_checks(const Config& cfg, const Comms& comms, torch::Device device,
+                                      std::unique_ptr<GradientReducer>& reducer, std::string* reducer_why) {
+  const std::string& backend = cfg.kernels.scan_backend;
+  kernels::set_scan_backend(backend == "aten" ? kernels::ScanBackend::Aten : kernels::ScanBackend::Native);
+  std::vector<CheckResult> checks;
+  if (!cfg.learner.self_check) return checks;
+  if (backend == "aten") {
+    CheckResult c;
+    c.name = "scan";
+    c.note = "kernels.scan_backend = \"aten\": the native kernels are not used";
+    checks.push_back(c);
+  } else {
+    checks.push_back(check_scan(device, comms.rank));
+  }
+  checks.push_back(check_reducer(*reducer, comms.learners, comms.layout.learners, device, comms.rank));
+  agree(checks, comms.learners);
+  log_verdicts(checks, comms, 0);
+  const Fallbacks f = fallbacks(checks, reducer->kind() == ReducerKind::Nccl);
+  if (!f.fatal.empty()) throw Error("learner self-check: " + f.fatal);
+  if (f.aten_scan && backend == "auto") {
+    kernels::set_scan_backend(kernels::ScanBackend::Aten);
+    spdlog::warn("learner rank {} @ {}: linear scans run on the ATen reference from now on (slower), as on every "
+                 "learner",
+                 comms.rank, comms.host(comms.rank));
+  } else if (f.aten_scan) {
+    spdlog::warn("learner rank {}: kernels.scan_backend = \"native\" is kept although its check failed", comms.rank);
+  }
+  if (f.mpi_reducer) {
+    reducer = std::make_unique<MpiReducer>(comms.learners, comms.layout.learners);
+    if (reducer_why) *reducer_why = "NCCL failed the self-check on some learner: MPI_Allreduce over host memory";
+    spdlog::warn("learner rank {} @ {}: gradients averaged by MPI_Allreduce from now on, as on every learner",
+                 comms.rank, comms.host(comms.rank));
+  }
+  return checks;
+}
+
+void step_check(std::vector<CheckResult>& checks, Trainer& trainer, const Config& cfg, const envs::EnvSpec& spec,
+                const Comms& comms) {
+  if (!cfg.learner.self_check) return;
+  std::vector<CheckResult> step = {check_step(trainer, cfg, spec, comms.rank)};
+  agree(step, comms.learners);
+  log_verdicts(step, comms, 0);
+  if (fallbacks(step, false).eager_steps) {
+    trainer.set_mode(StepMode::Eager);
+    spdlog::warn("learner rank {} @ {}: eager steps from now on, as on every learner", comms.rank,
+                 comms.host(comms.rank));
+  }
+  checks.push_back(step[0]);
+}
+
+}  // namespace mpirl::learner
