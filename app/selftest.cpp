@@ -35,24 +35,32 @@ using learner::CheckResult;
 struct Here {
   torch::Device device = torch::kCPU;
   std::string host, device_name = "cpu";
+  bool shared_gpu = false;  // more ranks on this node than GPUs: NCCL cannot join them
 };
 
+// Every rank calls it (a collective): rank i of a node takes GPU i modulo the node's GPUs.
 Here where_am_i() {
   Here h;
   char name[256] = {0};
   gethostname(name, sizeof(name) - 1);
   h.host = name;
+  MPI_Comm node;
+  int local = 0, on_node = 1;
+  MPIRL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  MPIRL_MPI(MPI_Comm_rank(node, &local));
+  MPIRL_MPI(MPI_Comm_size(node, &on_node));
+  MPIRL_MPI(MPI_Comm_free(&node));
 #ifdef MPIRL_WITH_CUDA
   if (torch::cuda::is_available()) {
-    MPI_Comm node;
-    int local = 0;
-    MPIRL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPIRL_MPI(MPI_Comm_rank(node, &local));
-    MPIRL_MPI(MPI_Comm_free(&node));
-    const int idx = local % int(torch::cuda::device_count());
+    const int gpus = int(torch::cuda::device_count());
+    const int idx = local % gpus;
     h.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(idx));
     h.device_name = fmt::format("cuda:{} {}", idx, at::cuda::getDeviceProperties(idx)->name);
+    h.shared_gpu = on_node > gpus;
   }
+#else
+  (void)local;
+  (void)on_node;
 #endif
   return h;
 }
@@ -96,6 +104,7 @@ int run(const Config& cfg, int rank, int world) {
   // The gradient all-reduce over every rank, as learners on these devices would average.
   learner::ReducerRequest req;
   req.device = here.device;
+  req.shared_gpu = here.shared_gpu;
   req.rank = rank;
   req.host = here.host;
   req.timeout_s = cfg.learner.collective_timeout_s;
@@ -115,7 +124,7 @@ int run(const Config& cfg, int rank, int world) {
       const double tn = timed(
           [&] {
             reducer->average({p});
-            torch::cuda::synchronize(here.device.index());
+            reducer->wait();  // bounded by learner.collective_timeout_s
           },
           5);
       lines.push_back(bandwidth("NCCL all-reduce (with pack/unpack)", 4.0 * double(n), tn, world));

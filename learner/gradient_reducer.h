@@ -27,6 +27,9 @@ class GradientReducer {
   // Called after each replay of a graph that captured average(): the reducer watches that launch
   // as it watches an eager call (NCCL: completion, async errors, learner.collective_timeout_s).
   virtual void replayed() {}
+  // Until the last average() has completed on the device; NCCL: polled, bounded by
+  // learner.collective_timeout_s and its async errors (a read-back would block without a bound).
+  virtual void wait() {}
 };
 
 // One learner: nothing to average.

@@ -79,7 +79,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   std::string reducer_why;
   auto reducer = make_gradient_reducer(comms.learners, comms.layout.learners, where, &reducer_why);
   std::vector<CheckResult> checks = start_checks(cfg, comms, device, reducer, &reducer_why);
-  Trainer trainer(cfg, spec, device, *reducer);
+  Trainer trainer(cfg, spec, device, *reducer, agreed_step_mode(cfg, comms, device));
   models::Policy& policy = trainer.policy();
   MPIRL_CHECK(policy->state_size() == layout.state_size(), "core state size {} != layout's {}", policy->state_size(),
               layout.state_size());

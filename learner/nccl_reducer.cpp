@@ -100,6 +100,11 @@ class NcclReducer final : public GradientReducer {
     watch(c10::cuda::getCurrentCUDAStream(req_.device.index()).stream());
   }
 
+  void wait() override {
+    c10::cuda::CUDAGuard guard(req_.device.index());
+    wait_previous();
+  }
+
   void average(const std::vector<torch::Tensor>& params) override {
     torch::NoGradGuard no_grad;
     c10::cuda::CUDAGuard guard(req_.device.index());

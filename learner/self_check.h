@@ -38,6 +38,16 @@ nlohmann::json to_json(const CheckResult& r);
 // check NAME on world rank RANK (a faulty kernel, a mismatching reducer or step), so that the
 // agreement and the fallbacks run without a broken GPU.
 bool injected_fault(const std::string& name, int world_rank);
+// Test seam for a fallback a CPU run cannot otherwise reach: MPIRL_TEST_REDUCER_FALLBACK=1 lets a
+// failed reducer check replace the MPI reducer as it replaces NCCL's. Unset outside tests.
+bool test_reducer_fallback();
+
+// The step mode of every learner, agreed with one all-reduce: the modes differ in the collectives
+// a step makes (a graph's warm-up steps, the host all-reduce between two graphs), so a learner on
+// the CPU makes every learner eager. Each learner's own wish: a CUDA graph on CUDA with
+// learner.cuda_graph, else eager; MPIRL_TEST_STEP_MODE=static asks for the static-buffer step a
+// graph captures, uncaptured, so that the step check and its fallback run on a CPU.
+StepMode agreed_step_mode(const Config& cfg, const Comms& comms, torch::Device device);
 
 // Local: linear_scan's native kernels on `device` against linear_scan_aten, float32 and
 // complex64, forward and reverse, shapes crossing the CUDA kernel's tiles (128 steps) and blocks

@@ -1,5 +1,7 @@
 // The self-checks at a learner's start (learner/self_check.h): which run, the agreement, and
 // the fallbacks, logged by every learner for itself.
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
@@ -26,6 +28,20 @@ void log_verdicts(const std::vector<CheckResult>& checks, const Comms& comms, si
 
 }  // namespace
 
+StepMode agreed_step_mode(const Config& cfg, const Comms& comms, torch::Device device) {
+  const char* test = std::getenv("MPIRL_TEST_STEP_MODE");
+  const StepMode mine = test && std::string(test) == "static"        ? StepMode::Static
+                        : device.is_cuda() && cfg.learner.cuda_graph ? StepMode::Graph
+                                                                     : StepMode::Eager;
+  const StepMode order[] = {StepMode::Eager, StepMode::Static, StepMode::Graph};
+  int v = mine == StepMode::Graph ? 2 : mine == StepMode::Static ? 1 : 0;
+  MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comms.learners));
+  if (order[v] != mine)
+    spdlog::warn("learner rank {} @ {}: {} steps, as every learner (another learner cannot take this one's)",
+                 comms.rank, comms.host(comms.rank), v == 0 ? "eager" : "static-buffer");
+  return order[v];
+}
+
 std::vector<CheckResult> start_checks(const Config& cfg, const Comms& comms, torch::Device device,
                                       std::unique_ptr<GradientReducer>& reducer, std::string* reducer_why) {
   const std::string& backend = cfg.kernels.scan_backend;
@@ -43,7 +59,7 @@ std::vector<CheckResult> start_checks(const Config& cfg, const Comms& comms, tor
   checks.push_back(check_reducer(*reducer, comms.learners, comms.layout.learners, device, comms.rank));
   agree(checks, comms.learners);
   log_verdicts(checks, comms, 0);
-  const Fallbacks f = fallbacks(checks, reducer->kind() == ReducerKind::Nccl);
+  const Fallbacks f = fallbacks(checks, reducer->kind() == ReducerKind::Nccl || test_reducer_fallback());
   if (!f.fatal.empty()) throw Error("learner self-check: " + f.fatal);
   if (f.aten_scan && backend == "auto") {
     kernels::set_scan_backend(kernels::ScanBackend::Aten);
@@ -54,8 +70,11 @@ std::vector<CheckResult> start_checks(const Config& cfg, const Comms& comms, tor
     spdlog::warn("learner rank {}: kernels.scan_backend = \"native\" is kept although its check failed", comms.rank);
   }
   if (f.mpi_reducer) {
+    const CheckResult& failed = checks.back();  // the reducer check, pushed last
+    if (reducer_why)
+      *reducer_why = fmt::format("{} failed the self-check on learner rank(s) {}: MPI_Allreduce over host memory",
+                                 reducer->name(), fmt::join(failed.failed_on, ", "));
     reducer = std::make_unique<MpiReducer>(comms.learners, comms.layout.learners);
-    if (reducer_why) *reducer_why = "NCCL failed the self-check on some learner: MPI_Allreduce over host memory";
     spdlog::warn("learner rank {} @ {}: gradients averaged by MPI_Allreduce from now on, as on every learner",
                  comms.rank, comms.host(comms.rank));
   }

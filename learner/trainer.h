@@ -44,6 +44,8 @@ class Trainer {
   models::Policy& policy() { return policy_; }
   torch::Device device() const { return device_; }
   StepMode mode() const { return mode_; }
+  // Until the gradient average of the last step has completed (GradientReducer::wait).
+  void wait_reducer() { reducer_.wait(); }
   // Switches how the next steps run (Eager after a failed self-check); a captured graph is dropped.
   void set_mode(StepMode m);
   std::string describe() const;  // the step mode and optimizer, for the log

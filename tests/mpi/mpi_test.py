@@ -384,24 +384,40 @@ def case_backpressure_is_not_a_stall(args):
 
 
 def case_self_check_falls_back_together(args):
-    # A scan kernel that is wrong on learner 1 only (MPIRL_TEST_SELF_CHECK_FAULT): the verdict is
-    # agreed, so both learners switch to the ATen scan, each saying so, and the run trains on.
+    # Each check fails on one learner only (MPIRL_TEST_SELF_CHECK_FAULT): the scan and the reducer
+    # on learner 1, the step on learner 0. The verdicts are agreed, so both learners switch to the
+    # ATen scan, eager steps and a new MPI reducer, each saying so, and the run trains on. On the
+    # CPU the step check runs because MPIRL_TEST_STEP_MODE=static gives the learners the static-
+    # buffer step a CUDA graph captures, and MPIRL_TEST_REDUCER_FALLBACK lets the MPI reducer be
+    # replaced as NCCL's would be.
     name = f"t-{uuid.uuid4().hex[:8]}"
     out_dir = os.path.join(args.workdir, name)
     cmd = command(args, 5, ["roles.learners=2", "model.core=\"lru\"", "run.total_env_steps=60000"], out_dir)
-    code, out, _ = run_streamed(cmd, dict(ENV, MPIRL_TEST_SELF_CHECK_FAULT="scan:1"), 240)
+    env = dict(ENV, MPIRL_TEST_SELF_CHECK_FAULT="scan:1,reducer:1,step:0", MPIRL_TEST_STEP_MODE="static",
+               MPIRL_TEST_REDUCER_FALLBACK="1")
+    code, out, _ = run_streamed(cmd, env, 240)
     sys.stdout.write(out[-3000:])
     d = os.path.join(out_dir, "run")
     s = finished_run(subprocess.CompletedProcess(cmd, code), d, 60000)
     checks = {c["check"]: c for c in s["self_check"]}
     check(s["scan_backend"] == "aten" and not checks["scan"]["ok"] and checks["scan"]["failed_on"] == [1],
           f"the summary: scan failed on learner 1, scan_backend {s['scan_backend']}")
-    check(checks["reducer"]["ran"] and checks["reducer"]["ok"], "the reducer check ran and passed")
-    for r in (0, 1):
-        check(f"learner rank {r} @" in out and "ATen reference from now on" in out,
-              f"learner {r} says it falls back to the ATen scan")
-    check(len(re.findall(r"linear scans run on the ATen reference from now on", out)) == 2, "both learners, once each")
+    check(not checks["reducer"]["ok"] and checks["reducer"]["failed_on"] == [1], "the reducer check failed on learner 1")
+    check(checks["step"]["ran"] and not checks["step"]["ok"] and checks["step"]["failed_on"] == [0],
+          "the step check ran and failed on learner 0")
+    check(s["learner_step"].startswith("eager"), f"eager steps ({s['learner_step']})")
+    for what in ("linear scans run on the ATen reference from now on",
+                 "gradients averaged by MPI_Allreduce from now on", "eager steps from now on"):
+        said = sorted(int(r) for r in re.findall(r"learner rank (\d) @ \S+: " + re.escape(what), out))
+        check(said == [0, 1], f"both learners, once each: '{what}' ({said})")
     check(s["learner_param_max_abs_diff"] == 0.0, "the learners stay identical")
+    # The control: without faults the same run keeps the native scan and the static step.
+    code, out, _ = run_streamed(command(args, 5, ["roles.learners=2", "model.core=\"lru\"",
+                                                  "run.total_env_steps=30000"], out_dir + "-ok"),
+                                dict(ENV, MPIRL_TEST_STEP_MODE="static"), 240)
+    s = summary(os.path.join(out_dir + "-ok", "run"))
+    check(code == 0 and s["scan_backend"] == "native" and all(c["ok"] for c in s["self_check"])
+          and s["learner_step"].startswith("static"), f"without faults: native scan, {s['learner_step']}")
 
 
 def case_self_check_reducer_fatal(args):

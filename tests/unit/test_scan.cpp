@@ -155,7 +155,9 @@ TEST(Scan, ConjugateAndNegativeViewsAreResolved) {
       auto ac = lazy ? a.conj() : a.conj().resolve_conj();
       auto bn = lazy ? at::_neg_view(b) : -b;
       auto h0c = lazy ? h0.conj() : h0.conj().resolve_conj();
-      if (lazy) EXPECT_TRUE(ac.is_conj() && bn.is_neg() && h0c.is_conj());
+      if (lazy) {
+        EXPECT_TRUE(ac.is_conj() && bn.is_neg() && h0c.is_conj());
+      }
       auto h = kernels::linear_scan(ac, bn, h0c, reverse);
       // L = Re(sum(W * conj(h))): its gradient w.r.t. h is W, whose conj view reaches the backward
       torch::real(W * h.conj()).sum().backward();
