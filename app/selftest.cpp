@@ -149,9 +149,9 @@ int run(const Config& cfg, int rank, int world) {
   bool any_gpu = false;
   fmt::print("mpirl selftest: {} rank(s); torch {}, CUDA kernels {}, NCCL {}\n", world, MPIRL_TORCH_VERSION,
 #ifdef MPIRL_WITH_CUDA
-             "built",
+             fmt::format("built with CUDA {}.{}", CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10),
 #else
-             "not built",
+             std::string("not built"),
 #endif
              learner::nccl_version());
   fmt::print("{:>4}  {:<12} {:<22} {:<16} {:<16}\n", "rank", "host", "device", "scan", "step");
@@ -190,9 +190,16 @@ int selftest_main(int* argc, char*** argv, const std::string& config_file, const
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
+  Config cfg;
+  try {  // every rank reads the same config: a bad key fails on all alike, said once, exit 2
+    cfg = load_config(config_file, overrides);
+  } catch (const std::exception& e) {
+    if (rank == 0) fmt::print(stderr, "mpirl selftest: config error: {}\n", e.what());
+    MPI_Finalize();
+    return 2;
+  }
   int code = 0;
   try {
-    const Config cfg = load_config(config_file, overrides);
     code = run(cfg, rank, world);
   } catch (const std::exception& e) {
     fmt::print(stderr, "mpirl selftest: rank {}: {}\n", rank, e.what());

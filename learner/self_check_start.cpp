@@ -11,14 +11,14 @@
 namespace mpirl::learner {
 namespace {
 
-void log_verdicts(const std::vector<CheckResult>& checks, const Comms& comms, size_t from) {
-  for (size_t i = from; i < checks.size(); ++i) {
-    const auto& c = checks[i];
+// Learner 0 says the agreed verdicts (every learner then says its own fallbacks).
+void log_verdicts(const std::vector<CheckResult>& checks, const Comms& comms) {
+  if (comms.rank != 0) return;
+  for (const auto& c : checks) {
     if (!c.ran) continue;
     if (c.ok) {
-      if (comms.rank == 0)
-        spdlog::info("self-check {}: ok, max error {:.2e} (tolerance {:.0e}) on every learner", c.name, c.max_error,
-                     c.tolerance);
+      spdlog::info("self-check {}: ok, max error {:.2e} (tolerance {:.0e}) on every learner", c.name, c.max_error,
+                   c.tolerance);
     } else {
       spdlog::warn("self-check {} failed on learner rank(s) {}: max error {:.3g} > {:.0e} ({})", c.name,
                    fmt::join(c.failed_on, ", "), c.max_error, c.tolerance, c.what);
@@ -58,7 +58,7 @@ std::vector<CheckResult> start_checks(const Config& cfg, const Comms& comms, tor
   }
   checks.push_back(check_reducer(*reducer, comms.learners, comms.layout.learners, device, comms.rank));
   agree(checks, comms.learners);
-  log_verdicts(checks, comms, 0);
+  log_verdicts(checks, comms);
   const Fallbacks f = fallbacks(checks, reducer->kind() == ReducerKind::Nccl || test_reducer_fallback());
   if (!f.fatal.empty()) throw Error("learner self-check: " + f.fatal);
   if (f.aten_scan && backend == "auto") {
@@ -86,7 +86,7 @@ void step_check(std::vector<CheckResult>& checks, Trainer& trainer, const Config
   if (!cfg.learner.self_check) return;
   std::vector<CheckResult> step = {check_step(trainer, cfg, spec, comms.rank)};
   agree(step, comms.learners);
-  log_verdicts(step, comms, 0);
+  log_verdicts(step, comms);
   if (fallbacks(step, false).eager_steps) {
     trainer.set_mode(StepMode::Eager);
     spdlog::warn("learner rank {} @ {}: eager steps from now on, as on every learner", comms.rank,

@@ -446,6 +446,10 @@ def case_selftest_command(args):
     check(rows == ["0", "1", "2"], f"a row per rank with scan and step ok ({rows})")
     check("MPI_Allreduce (host)" in p.stdout and "GB/s bus" in p.stdout, "the reducer check and the MPI bandwidth")
     check("GPU checks not run" in p.stdout, "says which GPU checks could not run here")
+    bad_key = subprocess.run(base + ["--set", "learner.batch_sise=8"], env=ENV, capture_output=True, text=True,
+                             timeout=120)
+    check(bad_key.returncode == 2 and bad_key.stderr.count("config error") == 1 and "'learner.batch_sise'" in bad_key.stderr,
+          f"a bad key: exit {bad_key.returncode}, named once ({bad_key.stderr.strip()[:160]})")
     p = subprocess.run(base, env=dict(ENV, MPIRL_TEST_SELF_CHECK_FAULT="scan:2"), capture_output=True, text=True,
                        timeout=240)
     print(p.stdout)
