@@ -1,5 +1,6 @@
 #include "learner/placement.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -59,17 +60,13 @@ ReducerRequest pick_device(const Config& cfg, const Comms& comms, int* picked) {
   auto p = pick_gpu(cfg.learner.device, comms.node_learner_index, comms.node_learners, visible, comms.rank, host,
                     kCudaKernels || faked);
   // Shared or not by the devices' UUIDs when every GPU learner knows its own; else the estimate.
-  std::string uuid = p.device < 0 ? "" : faked ? fmt::format("fake-{}-cuda:{}", host, p.device) : device_uuid(p.device);
-  const auto uuids = all_learners(comms, p.device < 0 ? "cpu" : uuid.empty() ? "?" : uuid);
-  bool known = true;
-  for (const auto& u : uuids) known = known && u != "?";
-  if (known && p.device >= 0) {
-    std::vector<std::string> hosts, ids;
-    for (int i = 0; i < comms.layout.learners; ++i) {
-      hosts.push_back(comms.host(i));  // learners are world ranks 0..L-1
-      ids.push_back(uuids[size_t(i)] == "cpu" ? "" : uuids[size_t(i)]);
-    }
-    const bool shared = shares_device(comms.rank, hosts, ids);
+  // Gathered: "" for a CPU learner, "?" for a GPU whose UUID is unknown.
+  const std::string uuid = p.device < 0 ? "" : faked ? fmt::format("fake-{}-cuda:{}", host, p.device) : device_uuid(p.device);
+  const auto uuids = all_learners(comms, p.device >= 0 && uuid.empty() ? "?" : uuid);
+  if (p.device >= 0 && std::find(uuids.begin(), uuids.end(), "?") == uuids.end()) {
+    std::vector<std::string> hosts;
+    for (int i = 0; i < comms.layout.learners; ++i) hosts.push_back(comms.host(i));  // learners: world ranks 0..L-1
+    const bool shared = shares_device(comms.rank, hosts, uuids);
     if (shared != p.shared)
       p.note = shared ? fmt::format("learner rank {} @ {} trains on the same GPU (UUID {}) as another learner of its "
                                     "host; NCCL cannot join two ranks on one device, so gradients go through MPI",
