@@ -181,10 +181,18 @@ class Actor {
   void record_truncation(Slot& s, int64_t e, int64_t t) {
     const int64_t K = layout_.boot_slots(), S = layout_.state_size(), OB = spec_.obs_bytes();
     const int64_t k = boot_count_[size_t(e)]++;
-    if (k >= K)
+    if (k >= K) {
+      if (spec_.max_episode_steps < 0)
+        throw Error(fmt::format(
+            "env '{}' (env index {}) truncated {} episodes within one {}-step rollout but declares no time limit "
+            "(mpirl then keeps room for {} truncation per rollout). Declare it, and mpirl sizes its bootstrap "
+            "slots from it: gymnasium.make(..., max_episode_steps=N), a gymnasium.wrappers.TimeLimit around each "
+            "env, or a `max_episode_steps` attribute on the env or on the vector env your factory returns",
+            spec_.id, e, k + 1, T_, K));
       throw Error(fmt::format("env '{}' (env index {}) truncated {} episodes within one {}-step rollout; its spec "
                               "declares max_episode_steps = {}, which allows at most {}",
                               spec_.id, e, k + 1, T_, spec_.max_episode_steps, K));
+    }
     std::memcpy(u8(s, Seq::BootObs) + (e * K + k) * OB, venv_->final_obs_bytes(int(e)), size_t(OB));
     if (S > 0) {
       auto st = acting_.state()[e].contiguous();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -33,6 +34,7 @@ namespace {
 // config and how the run starts go to every rank, so all of them exit 2 together on a bad config.
 struct Verdict {
   std::string error, config_toml;
+  std::string finished;  // a resumed run that has already met its stop conditions: why (exit 0, nothing done)
   RunStart start;
 };
 
@@ -65,6 +67,36 @@ void rewind_metrics(const std::string& run_dir, int64_t bytes, int64_t segment) 
              std::count(tail.begin(), tail.end(), '\n'), aside);
 }
 
+// Why a run resumed from `state` (its checkpoint's state.json) would stop at once, with how to
+// extend it; "" when it has work left. Resuming such a run would only re-link the replay and
+// write another final checkpoint.
+std::string finished_reason(const Config& cfg, const nlohmann::json& state, const std::string& run_dir) {
+  const int64_t steps = state.at("env_steps").get<int64_t>();
+  const double elapsed = state.at("elapsed_s").get<double>();
+  const auto returns = state.at("recent_returns").get<std::vector<double>>();
+  std::string why, extend;
+  if (steps >= cfg.run.total_env_steps) {
+    why = fmt::format("{} env steps >= run.total_env_steps = {}", steps, cfg.run.total_env_steps);
+    extend = fmt::format("--set run.total_env_steps={}", std::max<int64_t>(2 * cfg.run.total_env_steps, steps + 1));
+  } else if (cfg.run.max_wall_seconds > 0 && elapsed >= cfg.run.max_wall_seconds) {
+    why = fmt::format("{:.0f} s of training >= run.max_wall_seconds = {}", elapsed, cfg.run.max_wall_seconds);
+    extend = fmt::format("--set run.max_wall_seconds={:.0f}", 2 * cfg.run.max_wall_seconds);
+  } else if (!std::isnan(cfg.run.stop_mean_return) && returns.size() >= 100) {
+    double mean = 0;
+    for (size_t i = returns.size() - 100; i < returns.size(); ++i) mean += returns[i];
+    mean /= 100;
+    if (mean >= cfg.run.stop_mean_return) {
+      why = fmt::format("mean return {:.2f} over the last 100 episodes >= run.stop_mean_return = {}", mean,
+                        cfg.run.stop_mean_return);
+      extend = "--set run.stop_mean_return=nan (or a higher target)";
+    }
+  }
+  if (why.empty()) return "";
+  return fmt::format("{} has already finished ({}): nothing to do, and nothing was changed. To train it further, "
+                     "raise the limit it met: mpirl train --resume {} {}",
+                     run_dir, why, run_dir, extend);
+}
+
 // A resumed run: the newest complete checkpoint of `run_dir`, the config checked against its own.
 // Returns false when there is none (`required`: that is an error, else a fresh start).
 bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, const std::vector<std::string>& overrides,
@@ -90,6 +122,8 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
   try {
     state = nlohmann::json::parse(read_text(latest.dir + "/state.json"));
     v.start.segment = state.at("segment").get<int64_t>() + 1;
+    v.finished = finished_reason(cfg, state, run_dir);
+    if (!v.finished.empty()) return true;  // nothing is touched: no rewind, no new config
     rewind_metrics(run_dir, state.at("metrics_bytes").get<int64_t>(), v.start.segment - 1);
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(fmt::format("checkpoint {}: state.json is malformed: {}", latest.dir, e.what()));
@@ -133,12 +167,12 @@ Verdict validate_on_rank0(const std::string& file, const std::vector<std::string
         fmt::print(stderr, "mpirl: {} held no complete checkpoint: moved to {}, starting afresh\n", run_dir, aside);
       }
     }
+    if (!v.finished.empty()) return v;
     if (!resumed) {
       make_layout(cfg, world);
       models::validate_model_config(cfg, envs::env_spec(cfg));  // unknown env id, a CNN on flat observations
       buffer::validate_replay_config(cfg);
-      run_dir = run_dir_path(cfg);
-      create_run_dir(run_dir, cfg);
+      run_dir = create_run_dir(cfg);
     }
     v.start.run_dir = run_dir;
     v.config_toml = cfg.resolved_toml;
@@ -175,6 +209,12 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
       if (rank == 0) fmt::print(stderr, "mpirl: config error: {}\n", v.error);
       MPI_Finalize();
       return 2;
+    }
+    bcast_string(v.finished, 0);
+    if (!v.finished.empty()) {
+      if (rank == 0) fmt::print(stderr, "mpirl: {}\n", v.finished);
+      MPI_Finalize();
+      return 0;
     }
     bcast_string(v.config_toml, 0);
     bcast_string(v.start.run_dir, 0);

@@ -12,7 +12,10 @@ namespace mpirl {
 using wire::DType;
 
 int64_t boot_slots(const envs::EnvSpec& spec, int64_t T) {
-  if (spec.max_episode_steps <= 0) return 0;
+  if (spec.max_episode_steps == 0) return 0;
+  // A limit not declared: room for one truncation per env and rollout, which any episode longer
+  // than the rollout needs (the actor names the fix when an env truncates more often).
+  if (spec.max_episode_steps < 0) return std::min<int64_t>(T, 1);
   return std::min(T, (T + spec.max_episode_steps - 1) / spec.max_episode_steps);
 }
 

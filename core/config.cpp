@@ -4,6 +4,9 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
+#include <algorithm>
+#include <vector>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -33,6 +36,53 @@ const char* kind_name(Kind k) {
   return "?";
 }
 
+// An integer given as a float (1e6, 2.0): its exact int64 value, or nothing when it has a
+// fraction or lies outside int64.
+std::optional<int64_t> exact_integer(const toml::node& n) {
+  if (n.is_integer()) return *n.value<int64_t>();
+  if (!n.is_floating_point()) return std::nullopt;
+  const double v = *n.value<double>();
+  if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.007199254740992e15) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+// Levenshtein distance (for "did you mean").
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string leaf(const std::string& key) { return key.substr(key.rfind('.') + 1); }
+
+// " (did you mean 'x'?)" for the closest known key or section, or "" when none is close: a small
+// edit distance, or the same key name in another section.
+std::string did_you_mean(const std::string& key, bool section) {
+  std::vector<std::string> names;
+  for (const auto& [k, f] : schema()) {
+    const std::string name = section ? k.substr(0, k.find('.')) : k;
+    if (names.empty() || names.back() != name) names.push_back(name);
+  }
+  std::string best;
+  size_t best_d = std::string::npos;
+  for (const auto& n : names) {
+    size_t d = edit_distance(key, n);
+    if (!section && leaf(n) == leaf(key)) d = std::min<size_t>(d, 1);
+    if (d < best_d) best_d = d, best = n;
+  }
+  const size_t limit = std::max<size_t>(2, key.size() / 4);
+  return best_d <= limit ? fmt::format(" (did you mean '{}'?)", best) : "";
+}
+
 std::string render(const toml::node& n) {
   if (n.is_floating_point()) return fmt::format("{}", *n.value<double>());  // shortest form: 0.0005, not 0.00050000000000000001
   std::ostringstream os;
@@ -53,10 +103,12 @@ void check_value(const std::string& key, const Field& f, const toml::node& n, co
     if (v < f.lo || v > f.hi) bad(fmt::format("{} in [{}, {}]", kind_name(f.kind), f.lo, f.hi));
   };
   switch (f.kind) {
-    case Kind::Int:
-      if (!n.is_integer()) bad(kind_name(f.kind));
-      range(double(*n.value<int64_t>()));
+    case Kind::Int: {
+      const auto v = exact_integer(n);  // 1e6 is 1000000; 2.5 is not an integer
+      if (!v) bad(kind_name(f.kind));
+      range(double(*v));
       break;
+    }
     case Kind::Float:
       if (!n.is_number()) bad(kind_name(f.kind));
       range(*n.value<double>());
@@ -78,8 +130,9 @@ void check_value(const std::string& key, const Field& f, const toml::node& n, co
       auto* arr = n.as_array();
       if (!arr || arr->empty()) bad("a non-empty list of integers");
       for (auto& e : *arr) {
-        if (!e.is_integer()) bad(kind_name(f.kind));
-        double v = double(*e.value<int64_t>());
+        const auto i = exact_integer(e);
+        if (!i) bad(kind_name(f.kind));
+        double v = double(*i);
         if (v < f.lo || v > f.hi) bad(fmt::format("integers in [{}, {}]", f.lo, f.hi));
       }
       break;
@@ -92,15 +145,24 @@ void merge(toml::table& dst, const toml::table& src, const std::string& prefix, 
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     if (auto* sub = v.as_table()) {
       auto* d = dst.get_as<toml::table>(k.str());
-      if (!d) throw ConfigError(fmt::format("unknown config section [{}] ({})", key, origin));
+      if (!d) throw ConfigError(fmt::format("unknown config section [{}] ({}){}", key, origin, did_you_mean(key, true)));
       merge(*d, *sub, key, origin);
       continue;
     }
     auto it = schema().find(key);
     if (it == schema().end() || !dst.contains(k.str()))
-      throw ConfigError(fmt::format("unknown config key '{}' ({}); see configs/default.toml for the keys", key, origin));
+      throw ConfigError(fmt::format("unknown config key '{}' ({}){}; see configs/default.toml for the keys", key,
+                                    origin, did_you_mean(key, false)));
     check_value(key, it->second, v, origin);
-    dst.insert_or_assign(k.str(), v);
+    if (it->second.kind == Kind::Int && v.is_floating_point()) {  // stored as the integer it equals
+      dst.insert_or_assign(k.str(), *exact_integer(v));
+    } else if (it->second.kind == Kind::IntList) {
+      toml::array ints;
+      for (auto& e : *v.as_array()) ints.push_back(*exact_integer(e));
+      dst.insert_or_assign(k.str(), std::move(ints));
+    } else {
+      dst.insert_or_assign(k.str(), v);
+    }
   }
 }
 

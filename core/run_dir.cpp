@@ -3,16 +3,61 @@
 #include <chrono>
 #include <ctime>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 
 namespace mpirl {
 namespace fs = std::filesystem;
+
+namespace {
+
+// A name safe for tar, scp and shells: env ids such as "gym:CartPole-v1" or "py:pkg.mod:Env"
+// lose their colons and slashes.
+std::string safe_name(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
+  return s;
+}
+
+bool exists(const std::string& p) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(p, ec));
+}
+
+// Whether a run directory holds anything a run saved: a model or a checkpoint.
+bool holds_results(const std::string& dir) {
+  std::error_code ec;
+  if (exists(dir + "/model.pt")) return true;
+  const std::string ck = dir + "/checkpoints";
+  return fs::is_directory(ck, ec) && !fs::is_empty(ck, ec);
+}
+
+// The pid in <dir>/replay.pid when that process is alive on this host (the run is going on).
+pid_t live_replay(const std::string& dir) {
+  std::ifstream in(dir + "/replay.pid");
+  long pid = 0;
+  if (!(in >> pid) || pid <= 0) return 0;
+  return ::kill(pid_t(pid), 0) == 0 || errno == EPERM ? pid_t(pid) : 0;
+}
+
+void write_config(const std::string& dir, const Config& cfg) {
+  try {
+    write_file_atomic((fs::path(dir) / "config.toml").string(), cfg.resolved_toml);
+  } catch (const Error& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+}  // namespace
 
 std::string run_dir_path(const Config& cfg) {
   std::string name = cfg.run.name;
@@ -22,22 +67,54 @@ std::string run_dir_path(const Config& cfg) {
     localtime_r(&now, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-    name = fmt::format("{}-{}-{}", cfg.env.id, cfg.learner.algo, stamp);
+    name = safe_name(fmt::format("{}-{}-{}", cfg.env.id, cfg.learner.algo, stamp));
   }
   return (fs::path(cfg.run.out_dir) / name).string();
 }
 
-void create_run_dir(const std::string& dir, const Config& cfg) {
+std::string create_run_dir(const Config& cfg) {
+  const std::string dir = run_dir_path(cfg);
   std::error_code ec;
-  if (fs::exists(dir, ec))
-    throw ConfigError(fmt::format("run directory '{}' already exists: choose another run.name (nothing was overwritten)", dir));
-  fs::create_directories(dir, ec);
-  if (ec) throw ConfigError(fmt::format("cannot create run directory '{}': {}", dir, ec.message()));
-  try {
-    write_file_atomic((fs::path(dir) / "config.toml").string(), cfg.resolved_toml);
-  } catch (const Error& e) {
-    throw ConfigError(e.what());
+  fs::create_directories(fs::path(dir).parent_path().empty() ? "." : fs::path(dir).parent_path(), ec);
+  if (ec) throw ConfigError(fmt::format("cannot create run.out_dir '{}': {}", cfg.run.out_dir, ec.message()));
+  if (cfg.run.name.empty()) {
+    // A generated name: the first of NAME, NAME-2, NAME-3, ... that mkdir creates (atomic, so two
+    // runs started in the same second get different directories).
+    for (int k = 1; k < 1000; ++k) {
+      const std::string d = k == 1 ? dir : fmt::format("{}-{}", dir, k);
+      if (::mkdir(d.c_str(), 0755) == 0) {
+        write_config(d, cfg);
+        return d;
+      }
+      if (errno != EEXIST) throw ConfigError(fmt::format("cannot create run directory '{}': {}", d, std::strerror(errno)));
+    }
+    throw ConfigError(fmt::format("cannot create run directory '{}': 999 runs of that name exist", dir));
   }
+  if (exists(dir)) {
+    // A run that saved something is never touched. One that failed before saving anything (a
+    // model or a checkpoint) is moved aside, so that its name can be used again; its logs stay.
+    if (holds_results(dir))
+      throw ConfigError(fmt::format("run directory '{}' already exists and holds a model or checkpoints: continue it "
+                                    "with --resume {} or choose another run.name (nothing was overwritten)",
+                                    dir, dir));
+    if (pid_t pid = live_replay(dir))
+      throw ConfigError(fmt::format("run directory '{}' already exists and its run is still going on (replay.pid {} "
+                                    "is alive): choose another run.name",
+                                    dir, pid));
+    const std::string aside = fmt::format("{}.failed-{}", dir, ::time(nullptr));
+    if (::rename(dir.c_str(), aside.c_str()) != 0)
+      throw ConfigError(fmt::format("run directory '{}' already exists (a run that saved no model or checkpoint) and "
+                                    "cannot be moved aside: {}",
+                                    dir, std::strerror(errno)));
+    fmt::print(stderr, "mpirl: {} held no model or checkpoint (a failed start): moved to {}\n", dir, aside);
+  }
+  if (::mkdir(dir.c_str(), 0755) != 0)
+    throw ConfigError(errno == EEXIST
+                          ? fmt::format("run directory '{}' already exists: choose another run.name (nothing was "
+                                        "overwritten)", dir)
+                          : fmt::format("cannot create run directory '{}': {}", dir, std::strerror(errno)));
+  write_config(dir, cfg);
+  return dir;
 }
 
 MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::app), path_(path) {

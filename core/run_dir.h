@@ -16,11 +16,15 @@ struct RunStart {
   int64_t segment = 0;      // 0 for a fresh run; each resume adds one (actors mix it into their seeds)
 };
 
-// The directory a run will use (run.out_dir / run.name, or a generated name when run.name = "").
+// The directory a run will use: run.out_dir / run.name, or, when run.name = "", a generated
+// <env>-<algo>-<date>-<time> with every character other than [A-Za-z0-9._-] made '_' (no colons).
 std::string run_dir_path(const Config& cfg);
-// Creates it and writes config.toml (atomically); throws ConfigError if it already exists
-// (nothing is overwritten) or cannot be created or written.
-void create_run_dir(const std::string& dir, const Config& cfg);
+// Creates the run directory and writes config.toml (atomically); returns its path. A generated
+// name that exists gets a suffix (-2, -3, ...). A named directory that exists is refused when it
+// holds a model or checkpoints or its run is alive (replay.pid); otherwise (a run that failed
+// before saving anything) it is moved to <dir>.failed-<unix time> and the name reused. Throws
+// ConfigError naming the directory when it cannot be created or written.
+std::string create_run_dir(const Config& cfg);
 
 class MetricsLog {
  public:

@@ -16,7 +16,8 @@ struct EnvSpec {
   int64_t num_actions = 0;         // discrete: number of actions
   int64_t action_dim = 0;          // box: action dimensions
   std::vector<float> action_low, action_high;  // box bounds (actions are clipped into them)
-  int64_t max_episode_steps = 0;   // truncation limit (0 = none)
+  int64_t max_episode_steps = 0;   // truncation limit: 0 = never truncates; -1 = may truncate, but
+                                   // declares no limit (a Python env without one)
   std::string description;
 
   int64_t obs_size() const;  // elements per observation

@@ -3,6 +3,7 @@
 #include <pybind11/embed.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -77,7 +78,21 @@ py::object make_venv(const std::string& id, int num_envs, uint64_t seed, const s
     *spec = spec_from(id, h.attr("describe")(venv).cast<py::dict>(), same_step);
     return venv;
   } catch (const py::error_already_set& e) {
-    std::string hint = e.matches(PyExc_ImportError) ? " (is it installed in the Python mpirl embeds? scripts/setup.sh)" : "";
+    std::string hint;
+    if (id.rfind("py:", 0) == 0 && e.matches(PyExc_ModuleNotFoundError)) {
+      char cwd[4096] = "?";
+      if (!::getcwd(cwd, sizeof(cwd))) cwd[0] = '?', cwd[1] = 0;
+      const char* pp = std::getenv("PYTHONPATH");
+      hint = fmt::format(
+          " (py: modules are imported from the directory mpirl runs in, here '{}', and from PYTHONPATH, here {}: run "
+          "from the directory that holds your module, or export PYTHONPATH=/path/to/its/dir -- mpirun passes it to "
+          "every rank with -x PYTHONPATH; a package the module imports must be installed in the Python mpirl embeds, "
+          "{})",
+          cwd, pp && *pp ? fmt::format("'{}'", pp) : std::string("unset"), MPIRL_PYTHON_EXECUTABLE);
+    } else if (e.matches(PyExc_ImportError)) {
+      hint = fmt::format(" (is it installed in the Python mpirl embeds, {}? scripts/setup.sh installs gymnasium, "
+                         "ale-py, envpool and minatar there)", MPIRL_PYTHON_EXECUTABLE);
+    }
     throw ConfigError(fmt::format("config key 'env.id' = \"{}\": {}{}", id, py_message(e), hint));
   } catch (const py::builtin_exception& e) {  // e.g. a cast of what describe() found
     throw ConfigError(fmt::format("config key 'env.id' = \"{}\": {}", id, e.what()));

@@ -77,7 +77,33 @@ def case_python_bad_space(args):
     bad(args, [SCRIPTED, """env.kwargs='{"obs_space": "dict"}'"""], "unsupported observation space Dict")
     bad(args, [SCRIPTED, """env.kwargs='{"autoreset_mode": "NextStep"}'"""], "autoreset mode NextStep")
     bad(args, ['env.id="py:no_such_module:make"'], "No module named 'no_such_module'")
+    bad(args, ['env.id="py:no_such_module:make"'], "export PYTHONPATH=")  # the hint says where modules are looked for
     bad(args, ['env.id="py:mpirl_test_envs:pixels"', """env.kwargs='{"shape": [12, 12, 3]}'"""], "looks channels-last")
+
+
+def case_python_own_env_time_limit(args):
+    # A user's own env without a declared time limit: truncations are bootstrapped (room for one
+    # per rollout); a limit declared on the sub-envs (TimeLimit, an attribute) is read; an env that
+    # truncates more often than it declares ends the job with the fix, and no secondary errors.
+    endless = 'env.id="py:mpirl_test_envs:endless"'
+    for kwargs in ('{"truncate_at": 40}', '{"truncate_at": 5, "declare": "timelimit"}',
+                   '{"truncate_at": 5, "declare": "attr"}'):
+        p, dt, d = run(args, 4, [endless, f"env.kwargs='{kwargs}'", "run.total_env_steps=20000"], 180)
+        s = finished_run(p, d, 20000)
+        lc = s["learner_counts"]
+        check(lc["bootstraps"] > 0 and lc["bootstraps"] == lc["truncations"],
+              f"{kwargs}: every truncation bootstrapped ({lc['bootstraps']} of {lc['truncations']})")
+    p, dt, d = run(args, 4, [endless, """env.kwargs='{"truncate_at": 5}'""", "run.total_env_steps=100000000"], 120)
+    text = p.stdout + p.stderr
+    check(p.returncode != 0 and "declares no time limit" in text and "TimeLimit" in text,
+          "truncating more often than one per rollout without a declared limit: the error names the fix")
+    secondary = [l for l in text.splitlines() if "malformed message" in l or "preempted" in l]
+    check(not secondary, f"no secondary errors from other ranks ({secondary[:3]})")
+    fatal = [l for l in text.splitlines() if "fatal error" in l]
+    check(fatal and all("declares no time limit" in l for l in fatal),
+          f"every fatal error is the env's own ({len(fatal)} actor(s) met it)")
+    check(all("consequence" in l for l in text.splitlines() if "launcher is ending the job" in l),
+          "the learner's note on the job's end calls it a consequence")
 
 
 def case_learn_gym_cartpole_appo(args):

@@ -112,3 +112,38 @@ def pixels(num_envs, seed, shape=(3, 12, 12)):
                                     autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
     venv.max_episode_steps = 2
     return venv
+
+
+class Endless(gym.Env):
+    """A user's first env: it never terminates, and truncates its own episodes after
+    `truncate_at` steps (None: never) without declaring a time limit anywhere."""
+
+    def __init__(self, truncate_at=None):
+        self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.truncate_at, self.t = truncate_at, 0
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0.0, 1.0], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = np.array([min(self.t / 100.0, 1.0), 1.0], np.float32)
+        return obs, float(action == 1), False, self.truncate_at is not None and self.t >= self.truncate_at, {}
+
+
+def endless(num_envs, seed, truncate_at=40, declare="none"):
+    """declare: "none" (the env truncates by itself, no limit declared), "timelimit" (a
+    gymnasium TimeLimit wrapper around each sub-env) or "attr" (a max_episode_steps attribute on
+    each sub-env)."""
+    def make():
+        if declare == "timelimit":
+            return gym.wrappers.TimeLimit(Endless(None), max_episode_steps=truncate_at)
+        env = Endless(truncate_at)
+        if declare == "attr":
+            env.max_episode_steps = truncate_at
+        return env
+
+    return gym.vector.SyncVectorEnv([make for _ in range(num_envs)], autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <cmath>
@@ -138,4 +139,93 @@ TEST(RunFiles, AtomicWritesReplaceWholeFilesAndNameTheFailure) {
     EXPECT_NE(std::string(e.what()).find("model.pt"), std::string::npos) << e.what();
   }
   (void)std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST(Config, ExactFloatsAreAcceptedForIntegers) {
+  auto c = load_config("", {"run.total_env_steps=1e6", "env.num_envs=16.0", "model.hidden=[32.0, 1e2]"});
+  EXPECT_EQ(c.run.total_env_steps, 1000000);
+  EXPECT_EQ(c.env.num_envs, 16);
+  EXPECT_EQ(c.model.hidden, (std::vector<int64_t>{32, 100}));
+  // Stored as integers: the resolved TOML says 1000000, not 1e6 or 1000000.0.
+  const auto at = c.resolved_toml.find("total_env_steps = 1000000");
+  ASSERT_NE(at, std::string::npos) << c.resolved_toml;
+  const char after = c.resolved_toml[at + std::string("total_env_steps = 1000000").size()];
+  EXPECT_TRUE(after == '\n' || after == '\0') << c.resolved_toml;
+  // A fraction, or a float beyond exact integers, is still refused, naming the key.
+  for (const char* bad : {"run.total_env_steps=2.5", "run.total_env_steps=1e300", "env.num_envs=nan"}) {
+    auto e = config_error("", {bad});
+    EXPECT_NE(e.find("expected an integer"), std::string::npos) << bad << ": " << e;
+  }
+}
+
+TEST(Config, UnknownKeysSuggestTheClosest) {
+  auto e = config_error("", {"learner.lrr=0.1"});
+  EXPECT_NE(e.find("did you mean 'learner.lr'?"), std::string::npos) << e;
+  e = config_error("", {"learner.num_envs=8"});  // the right key in the wrong section
+  EXPECT_NE(e.find("did you mean 'env.num_envs'?"), std::string::npos) << e;
+  e = config_error("", {"leaner.lr=0.1"});
+  EXPECT_NE(e.find("did you mean 'learner'?"), std::string::npos) << e;
+  auto f = write_tmp("typo.toml", "[run]\ntotal_env_step = 10\n");
+  e = config_error(f, {});
+  EXPECT_NE(e.find("did you mean 'run.total_env_steps'?"), std::string::npos) << e;
+  // Nothing close: no suggestion.
+  e = config_error("", {"learner.zzzzzzzzzzzzzz=1"});
+  EXPECT_EQ(e.find("did you mean"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown config key 'learner.zzzzzzzzzzzzzz'"), std::string::npos) << e;
+}
+
+TEST(RunDir, GeneratedNamesAreSafeAndUnique) {
+  namespace fs = std::filesystem;
+  const std::string out = ::testing::TempDir() + "runs_generated_" + std::to_string(::getpid());
+  (void)std::system(("rm -rf '" + out + "'").c_str());  // not fs::remove_all: libtorch exports a broken one
+  auto cfg = load_config("", {"env.id=py:my_pkg.envs:Maze", "run.out_dir=\"" + out + "\""});
+  // Two runs started in the same second (the name has one-second resolution) get two directories.
+  std::vector<std::string> dirs;
+  for (int i = 0; i < 3; ++i) dirs.push_back(create_run_dir(cfg));
+  std::set<std::string> unique(dirs.begin(), dirs.end());
+  EXPECT_EQ(unique.size(), 3u);
+  for (const auto& d : dirs) {
+    const std::string name = fs::path(d).filename().string();
+    EXPECT_EQ(name.find(':'), std::string::npos) << name;
+    EXPECT_EQ(name.rfind("py_my_pkg.envs_Maze-impala-", 0), 0u) << name;
+    EXPECT_TRUE(fs::exists(d + "/config.toml")) << d;
+  }
+  (void)std::system(("rm -rf '" + out + "'").c_str());  // not fs::remove_all: libtorch exports a broken one
+}
+
+TEST(RunDir, AFailedStartIsMovedAsideAndAFinishedRunIsKept) {
+  namespace fs = std::filesystem;
+  const std::string out = ::testing::TempDir() + "runs_named_" + std::to_string(::getpid());
+  (void)std::system(("rm -rf '" + out + "'").c_str());  // not fs::remove_all: libtorch exports a broken one
+  auto cfg = load_config("", {"run.name=exp1", "run.out_dir=\"" + out + "\""});
+  const std::string dir = create_run_dir(cfg);
+  EXPECT_EQ(dir, out + "/exp1");
+  // What a run that failed after start leaves: its config, a log, a replay.pid of a dead process.
+  std::ofstream(dir + "/metrics.jsonl") << "{\"time_s\": 1}\n";
+  std::ofstream(dir + "/replay.pid") << "999999999\n";
+  EXPECT_EQ(create_run_dir(cfg), dir);  // the name is free again
+  std::vector<std::string> aside;
+  for (auto& e : fs::directory_iterator(out))
+    if (e.path().filename().string().rfind("exp1.failed-", 0) == 0) aside.push_back(e.path().string());
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_TRUE(fs::exists(aside[0] + "/metrics.jsonl"));  // nothing lost
+  // A live run (its replay.pid is alive: this process) is refused.
+  std::ofstream(dir + "/replay.pid") << ::getpid() << "\n";
+  try {
+    create_run_dir(cfg);
+    FAIL() << "a live run's directory was reused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("still going on"), std::string::npos) << e.what();
+  }
+  fs::remove(dir + "/replay.pid");
+  // A run that saved a model is never touched.
+  std::ofstream(dir + "/model.pt") << "x";
+  try {
+    create_run_dir(cfg);
+    FAIL() << "a finished run's directory was reused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(dir + "/model.pt"));
+  (void)std::system(("rm -rf '" + out + "'").c_str());  // not fs::remove_all: libtorch exports a broken one
 }

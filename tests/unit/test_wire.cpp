@@ -155,6 +155,9 @@ TEST(SeqLayout, BootSlotsBoundTheTruncationsOfOneSequence) {
   s.num_actions = 2;
   s.max_episode_steps = 0;
   EXPECT_EQ(boot_slots(s, 32), 0);  // no time limit: no truncation
+  s.max_episode_steps = -1;
+  EXPECT_EQ(boot_slots(s, 32), 1);  // may truncate, no limit declared: one per rollout
+  s.max_episode_steps = 0;
   s.max_episode_steps = 500;
   EXPECT_EQ(boot_slots(s, 32), 1);
   s.max_episode_steps = 200;
