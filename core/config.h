@@ -17,6 +17,7 @@ struct Config {
     double checkpoint_interval_s = -1;
     int64_t checkpoint_every_updates = 0;
     int keep_checkpoints = 2;
+    bool tensorboard = true;  // learner 0 writes TensorBoard event files into the run directory
   } run;
   struct Roles {
     int learners = 1;
@@ -59,6 +60,11 @@ struct Config {
   struct Kernels {
     std::string scan_backend = "auto";  // "auto" | "native" | "aten" (kernels/scan.h)
   } kernels;
+  struct Eval {  // evaluation during training (learner/evaluator.h)
+    double interval_s = 0;  // 0 = off
+    int episodes = 10, threads = 1;
+    bool greedy = true;
+  } eval;
 
   // The resolved configuration as TOML (defaults + file + overrides); what rank 0 broadcasts and
   // what is written to the run directory.

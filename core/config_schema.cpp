@@ -41,6 +41,7 @@ const Schema& schema() {
     m["run.keep_checkpoints"] = int_field(1, 1000, [](Config& c, int64_t v) { c.run.keep_checkpoints = int(v); });
     m["run.resume"] = string_field({"never", "auto"}, [](Config& c, std::string v) { c.run.resume = v; });
     m["run.progress"] = string_field({"auto", "bar", "lines"}, [](Config& c, std::string v) { c.run.progress = v; });
+    m["run.tensorboard"] = bool_field([](Config& c, bool v) { c.run.tensorboard = v; });
     m["roles.learners"] = int_field(1, 4096, [](Config& c, int64_t v) { c.roles.learners = int(v); });
     m["env.id"] = string_field({}, [](Config& c, std::string v) { c.env.id = v; });
     m["env.num_envs"] = int_field(1, 65536, [](Config& c, int64_t v) { c.env.num_envs = int(v); });
@@ -106,6 +107,10 @@ const Schema& schema() {
                                    [](Config& c, std::string v) { c.model.core = v; });
     m["model.core_size"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.model.core_size = v; });
     m["model.core_state"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.model.core_state = v; });
+    m["eval.interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.eval.interval_s = v; });
+    m["eval.episodes"] = int_field(1, 100000, [](Config& c, int64_t v) { c.eval.episodes = int(v); });
+    m["eval.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.eval.threads = int(v); });
+    m["eval.greedy"] = bool_field([](Config& c, bool v) { c.eval.greedy = v; });
     return m;
   }();
   return s;

@@ -26,6 +26,12 @@ struct StepOutputs {
   int64_t scalar_stride = 1;  // stride of reward/terminated/truncated
 };
 
+// One RGB image (HWC, uint8) of an env, for videos.
+struct Frame {
+  int h = 0, w = 0;
+  std::vector<uint8_t> rgb;  // h * w * 3
+};
+
 struct EpisodeStat {
   float ret;
   int32_t length;
@@ -45,6 +51,10 @@ class VectorEnv {
   // is_init = 1: no step of a rollout is ever an auto-reset step. Non-finite observations or
   // rewards, and anything else an env does wrong, throw mpirl::Error naming the env and the step.
   virtual void step(const int64_t* discrete, const float* box, const StepOutputs& out) = 0;
+
+  // Env e's current state as an image, where the env renders one (Python envs made with
+  // render_mode="rgb_array"); false otherwise (mpirl eval --video then draws what it can itself).
+  virtual bool render(int e, Frame& f) { return false; }
 
   const std::vector<uint8_t>& ended() const { return ended_; }
   // The last observation of env e's episode that ended at the last step (obs_bytes() bytes).

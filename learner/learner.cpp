@@ -1,4 +1,5 @@
 #include "learner/learner.h"
+#include "learner/evaluator.h"
 
 #include <cmath>
 #include <cstdio>
@@ -142,8 +143,9 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
                     interrupted ? "interrupted (Ctrl-C): Open MPI's launcher is ending the job"
                                 : "Open MPI's launcher is ending the job",
                     version,
-                    interrupted ? "" : ": a rank or a node was lost, or mpirun itself was stopped -- mpirun's "
-                                       "message names which. Not a preemption",
+                    interrupted ? "" : ": a consequence of another rank's fatal error (printed first), of a lost "
+                                       "node, or of mpirun itself being stopped -- mpirun's message names which. "
+                                       "Not a preemption",
                     last.empty() ? "there is no complete checkpoint to resume from" : "a resume continues from " + last);
       spdlog::default_logger()->flush();
       try {  // the summary first: it is small, and the SIGKILL may come before model.pt is written
@@ -165,6 +167,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     std::fflush(nullptr);
     std::_Exit(stop_signal() == StopSignal::Interrupt ? kExitInterrupted : kExitAborted);
   };
+  Evaluator evaluator(cfg, lead ? start.run_dir : "");
   checkpoints.start_at(version);
   source.start();
   double last_batch = now_seconds();
@@ -213,6 +216,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     if (publisher) publisher->poll(version);
     source.progress();
     run.maybe_log();
+    for (const auto& row : evaluator.poll(policy, spec, version, run.status().env_steps, run.elapsed()))
+      run.on_eval(row);
     if (lead && checkpoints.last_sealed() != refreshed) {
       // model.pt and a summary ("running") after each checkpoint: a learner 0 ended silently has both
       refreshed = checkpoints.last_sealed();

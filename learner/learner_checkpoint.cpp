@@ -9,6 +9,7 @@
 #include "core/checkpoint.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "models/policy_file.h"
 
 namespace mpirl::learner {
 namespace {
@@ -151,6 +152,9 @@ void Checkpointer::begin(int64_t version, bool final) {
     ar.save_to(os);
     write_file_atomic(f.tmp + "/learner.pt", os.str());
     write_file_atomic(f.tmp + "/config.toml", cfg_.resolved_toml);
+    // The policy alone (model.pt, policy.json), as in the run directory: `mpirl eval` and
+    // python/mpirl_policy read any checkpoint.
+    models::save_policy(f.tmp, trainer_.policy(), trainer_.policy()->spec(), models::model_options(cfg_));
   } catch (const std::exception& e) {
     spdlog::error("checkpoint at update {} failed, the run goes on: {}", version, e.what());
     if (!f.tmp.empty()) discard(f.tmp);

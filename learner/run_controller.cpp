@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/logging.h"
 #include "core/signals.h"
+#include "models/policy_file.h"
 
 namespace mpirl::learner {
 
@@ -50,6 +51,42 @@ nlohmann::json to_json(const ReplayStatus& s) {
 RunController::RunController(const Config& cfg, const Comms& comms, const std::string& run_dir)
     : cfg_(cfg), comms_(comms), run_dir_(run_dir), lead_(comms.rank == 0) {
   if (lead_) metrics_ = std::make_unique<MetricsLog>(run_dir + "/metrics.jsonl");
+  if (lead_ && cfg.run.tensorboard) {
+    try {
+      tb_ = std::make_unique<tracking::TensorBoardWriter>(run_dir);
+    } catch (const std::exception& e) {
+      spdlog::warn("TensorBoard logging is off for this run: {}", e.what());
+    }
+    // The resolved config once, as a TOML code block (the text plugin renders Markdown).
+    tensorboard([&](auto& tb) { tb.write_text("config", "```toml\n" + cfg.resolved_toml + "\n```", 0); });
+  }
+}
+
+void RunController::tensorboard(const std::function<void(tracking::TensorBoardWriter&)>& f) {
+  if (!tb_) return;
+  try {
+    f(*tb_);
+  } catch (const std::exception& e) {
+    spdlog::warn("TensorBoard logging is off for the rest of the run: {}", e.what());
+    tb_.reset();
+  }
+}
+
+void RunController::write_row(const nlohmann::json& row, const std::string& tb_prefix) {
+  if (!lead_) return;
+  metrics_->write(row);
+  const auto steps = row.find("env_steps");
+  const int64_t step = steps != row.end() && steps->is_number() ? steps->get<int64_t>() : status_.env_steps;
+  tensorboard([&](auto& tb) { tb.write_scalars(row, step, tb_prefix); });
+}
+
+void RunController::on_eval(const nlohmann::json& row) {
+  if (!lead_) return;
+  nlohmann::json scalars = nlohmann::json::object();
+  for (const auto& [k, v] : row.items())
+    if (k.rfind("eval_", 0) == 0 && v.is_number()) scalars[k.substr(5)] = v;
+  const int64_t step = row.value("env_steps", status_.env_steps);
+  tensorboard([&](auto& tb) { tb.write_scalars(scalars, step, "eval/"); });
 }
 
 void RunController::start() { start_ = last_log_ = now_seconds(); }
@@ -171,10 +208,15 @@ void RunController::log(bool final) {
   lag_sum_ = lag_n_ = lag_max_ = 0;
   auto j = snapshot();
   last_log_ = now_seconds();
-  metrics_->write(j);
+  write_row(j, "train/");
+  // The recent-returns window (the episodes behind mean_return) as a histogram.
+  tensorboard([&](auto& tb) {
+    tb.write_histogram("train/episode_return", {returns_.q.begin(), returns_.q.end()}, status_.env_steps);
+  });
   auto num = [&](const char* k) { return j[k].is_null() ? std::nan("") : j[k].get<double>(); };
   // Most important first: a bar narrower than the line keeps the leading fields that fit.
-  const std::string learner_label = comms_.layout.learners > 1 ? "learner 0" : "learner";  // its own count
+  const std::string learner_label =  // its own count, not the learners' total
+      comms_.layout.learners > 1 ? fmt::format("learner 0 (of {})", comms_.layout.learners) : "learner";
   const std::vector<std::string> fields = {
       fmt::format("[{:7.1f}s] steps {:>10}", num("time_s"), status_.env_steps),
       fmt::format("{:>8.0f} SPS", num("sps")),
@@ -203,14 +245,7 @@ void RunController::maybe_log() {
 }
 
 void RunController::save_model(models::Policy& policy, const envs::EnvSpec& spec) {
-  // A CPU copy, so `mpirl eval` loads it anywhere.
-  std::vector<float> flat(size_t(models::num_params(policy)));
-  models::write_flat(policy, flat.data());
-  models::Policy cpu(spec, models::model_options(cfg_));
-  models::read_flat(cpu, flat.data());
-  std::ostringstream os;
-  torch::save(cpu, os);
-  write_file_atomic(run_dir_ + "/model.pt", os.str());
+  models::save_policy(run_dir_, policy, spec, models::model_options(cfg_));  // model.pt and policy.json
 }
 
 nlohmann::json RunController::summary(const std::string& reason, double wall, const nlohmann::json& extra,

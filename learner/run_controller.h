@@ -1,10 +1,11 @@
 #pragma once
-// The run controller: stop conditions, metrics.jsonl, the status line, model.pt and
-// summary.json. Every learner keeps one (the wall-clock limit applies to each, and each counts
-// what it received and trained on); only learner 0 (`lead`) decides the other stop conditions and
-// writes files. Host reads of loss tensors happen once per log row, never per update.
+// The run controller: stop conditions, metrics.jsonl (and its TensorBoard twin), the status
+// line, model.pt and summary.json. Every learner keeps one (the wall-clock limit applies to each,
+// and each counts what it received and trained on); only learner 0 (`lead`) decides the other stop
+// conditions and writes files. Host reads of loss tensors happen once per log row, never per update.
 #include <array>
 #include <deque>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "learner/batch_source.h"
 #include "learner/trainer.h"
 #include "models/policy.h"
+#include "tracking/tensorboard.h"
 
 namespace mpirl::learner {
 
@@ -75,6 +77,14 @@ class RunController {
   void note_stop_decision(const std::string& reason, int64_t version);
   int64_t metrics_bytes() const { return metrics_ ? metrics_->bytes() : 0; }
   void maybe_log();  // learner 0: a metrics row and the status line every run.log_interval_s
+  // Learner 0 (a no-op elsewhere): one row appended to metrics.jsonl and, with run.tensorboard,
+  // its numbers as TensorBoard scalars tagged tb_prefix + key (nested objects as "key/sub") at
+  // step = the row's "env_steps" (the replay's count when the row has none). Any metrics row goes
+  // through here, so TensorBoard shows what metrics.jsonl holds.
+  void write_row(const nlohmann::json& row, const std::string& tb_prefix = "");
+  // Learner 0: an evaluation's row (learner/evaluator.h, already in eval.jsonl) as TensorBoard
+  // scalars eval/mean_return, eval/std_return, ... at the env steps of the policy it played.
+  void on_eval(const nlohmann::json& row);
 
   // Learner 0, at the end: model.pt, then summary.json (written again with final=true once the
   // replay has said goodbye). Both are atomic.
@@ -92,6 +102,9 @@ class RunController {
   nlohmann::json snapshot() const;
   nlohmann::json summary(const std::string& reason, double wall, const nlohmann::json& extra, bool final) const;
   void log(bool final);
+  // Runs f on the TensorBoard writer, if any; a failure is logged once and turns TensorBoard off
+  // for the rest of the run (metrics.jsonl goes on).
+  void tensorboard(const std::function<void(tracking::TensorBoardWriter&)>& f);
 
   struct Window {  // mean of the last n values
     explicit Window(size_t n) : n(n) {}
@@ -107,6 +120,7 @@ class RunController {
   std::string run_dir_;
   bool lead_;
   std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<tracking::TensorBoardWriter> tb_;  // learner 0 with run.tensorboard
   ReplayStatus status_;
   LearnerCounts counts_, totals_;
   Window returns_{100}, lengths_{100};

@@ -14,6 +14,7 @@ APT_PACKAGES=(
   libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   protobuf-compiler libprotobuf-dev
+  ffmpeg
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -52,7 +53,7 @@ done
 # Versions are compared by distribution name (pip's), not by the module's own __version__.
 for pin in "gymnasium:$GYMNASIUM_VERSION" "pybind11:$PYBIND11_VERSION" "ale-py:$ALE_PY_VERSION" \
            "envpool:$ENVPOOL_VERSION" "minatar:$MINATAR_VERSION" "popgym:$POPGYM_VERSION" \
-           "tensorboard:$TENSORBOARD_VERSION"; do
+           "tensorboard:$TENSORBOARD_VERSION" "pygame:$PYGAME_VERSION"; do
   dist=${pin%%:*} want=${pin#*:}
   have=$($PY -c "import importlib.metadata as m; print(m.version('$dist'))" 2>/dev/null || true)
   if [ "$have" != "$want" ]; then
@@ -63,4 +64,4 @@ done
 $PY -c "import sysconfig, os, sys; d = sysconfig.get_config_var('LIBDIR'); l = sysconfig.get_config_var('LDLIBRARY'); \
 sys.exit(0 if os.path.exists(os.path.join(d, l)) and l.endswith('.so') else \
 '[setup] $PY has no shared libpython ' + os.path.join(d, l) + ': mpirl embeds it (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared)')"
-echo "[setup] ok: torch $($PY -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1), $(cmake --version | head -1), gymnasium $GYMNASIUM_VERSION, pybind11 $PYBIND11_VERSION, ale-py $ALE_PY_VERSION, envpool $ENVPOOL_VERSION, minatar $MINATAR_VERSION, popgym $POPGYM_VERSION, tensorboard $TENSORBOARD_VERSION"
+echo "[setup] ok: torch $($PY -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1), $(cmake --version | head -1), gymnasium $GYMNASIUM_VERSION, pybind11 $PYBIND11_VERSION, ale-py $ALE_PY_VERSION, envpool $ENVPOOL_VERSION, minatar $MINATAR_VERSION, popgym $POPGYM_VERSION, tensorboard $TENSORBOARD_VERSION, pygame $PYGAME_VERSION, $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"

@@ -234,6 +234,21 @@ void PyVectorEnv::step(const int64_t* discrete, const float* box, const StepOutp
   }
 }
 
+bool PyVectorEnv::render(int e, Frame& f) {
+  try {
+    py::object r = helper().attr("render_env")(p_->venv, e);
+    if (r.is_none()) return false;
+    auto a = r.cast<py::array_t<uint8_t, py::array::c_style | py::array::forcecast>>();
+    if (a.ndim() != 3 || a.shape(2) != 3) return false;
+    f.h = int(a.shape(0));
+    f.w = int(a.shape(1));
+    f.rgb.assign(a.data(), a.data() + a.size());
+    return true;
+  } catch (const py::error_already_set& ex) {
+    throw Error(fmt::format("env '{}': render() failed: {}", spec_.id, py_message(ex)));
+  }
+}
+
 void PyVectorEnv::exec(const std::string& code) {
   try {
     py::dict scope;

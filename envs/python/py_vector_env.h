@@ -33,6 +33,7 @@ class PyVectorEnv final : public VectorEnv {
   const EnvSpec& spec() const override { return spec_; }
   void reset(void* obs, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) override;
   void step(const int64_t* discrete, const float* box, const StepOutputs& out) override;
+  bool render(int e, Frame& f) override;
   // Runs Python code with `venv` (the vector env) and `np` in scope: for tests (set a state).
   void exec(const std::string& code);
 

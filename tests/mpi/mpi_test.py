@@ -108,6 +108,16 @@ def case_default_job(args):
     e = subprocess.run([args.mpirl, "eval", d, "--episodes", "3"], capture_output=True, text=True, timeout=120)
     print(e.stdout, e.stderr)
     check(e.returncode == 0 and "mean return" in e.stdout, "mpirl eval plays the saved policy")
+    check(not os.path.exists(os.path.join(d, "replay.pid")), "replay.pid removed at exit")
+    # Every checkpoint holds the policy: eval takes a checkpoint directory, or a model file.
+    ckpts = sorted(glob.glob(os.path.join(d, "checkpoints", "ckpt-*")))
+    check(ckpts and os.path.exists(os.path.join(ckpts[-1], "model.pt")), "the final checkpoint holds model.pt")
+    for what in (ckpts[-1], os.path.join(ckpts[-1], "model.pt")):
+        e = subprocess.run([args.mpirl, "eval", what, "--episodes", "2"], capture_output=True, text=True, timeout=120)
+        print(e.stdout, e.stderr)
+        check(e.returncode == 0 and "mean return" in e.stdout, f"mpirl eval {os.path.relpath(what, d)}")
+    e = subprocess.run([args.mpirl, "eval", os.path.join(d, "checkpoints")], capture_output=True, text=True, timeout=60)
+    check(e.returncode == 2 and "checkpoint directory" in e.stderr, f"a directory without a policy: {e.stderr.strip()}")
 
 
 def case_two_learners_identical(args):
@@ -116,6 +126,8 @@ def case_two_learners_identical(args):
     check(s["learners"] == 2 and s["actors"] == 2, "2 learners + 1 replay + 2 actors")
     check(s["learner_param_max_abs_diff"] == 0.0,
           f"learners end with identical parameters (max abs diff {s['learner_param_max_abs_diff']})")
+    check("learner 0 (of 2)" in p.stdout and "samples/s" in p.stdout,
+          "the status line says its samples/s are learner 0's, of 2 learners")
 
 
 def case_gaussian_appo(args):
@@ -600,6 +612,36 @@ def case_checkpoint_resume(args):
     check(not glob.glob(os.path.join(d, "checkpoints", ".tmp-*")), "no temporary checkpoint left")
 
 
+def case_eval_during_training(args):
+    # eval.interval_s: learner 0 plays its current policy in a separate `mpirl eval` process; each
+    # result is a row of eval.jsonl (and eval/... in TensorBoard). Waits for 2 results (events,
+    # not seconds), then stops the run with SIGUSR1.
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = command(args, 4, ["run.total_env_steps=1000000000", "eval.interval_s=0.5", "eval.episodes=3",
+                            "run.log_interval_s=0.5"], out_dir)
+    d = os.path.join(out_dir, "run")
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    path, t0 = os.path.join(d, "eval.jsonl"), time.time()
+    while time.time() - t0 < 180 and not (os.path.exists(path) and sum(1 for _ in open(path)) >= 2):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGUSR1)
+    out, _ = proc.communicate(timeout=120)
+    sys.stdout.write(out[-2000:].replace("\r", "\n"))
+    rows = [json.loads(l) for l in open(path)] if os.path.exists(path) else []
+    check(len(rows) >= 2, f"{len(rows)} evaluations written to eval.jsonl")
+    check(proc.returncode == 75, f"the run stopped on SIGUSR1 (exit {proc.returncode})")
+    for r in rows:
+        check(r["eval_episodes"] == 3 and r["eval_greedy"] is True and r["eval_min_return"] <= r["eval_mean_return"]
+              <= r["eval_max_return"], f"update {r['update']}: 3 greedy episodes, mean {r['eval_mean_return']:.1f}")
+    check([r["update"] for r in rows] == sorted(r["update"] for r in rows) and rows[-1]["update"] > rows[0]["update"],
+          "later evaluations play later policies")
+    check("evaluation of update" in out, "learner 0 logs each result")
+    check(os.path.exists(os.path.join(d, "eval", "model.pt")), "the evaluated policy is in eval/")
+    left = subprocess.run(["pgrep", "-f", os.path.join(d, "eval")], capture_output=True, text=True).stdout.split()
+    check(not left, f"no evaluation process left after the run ({left})")
+
+
 def run_resume(args, d, sets, timeout, n=5):
     cmd = [args.mpirun, "-n", str(n), "--oversubscribe", args.mpirl, "train", "--resume", d]
     for x in sets:
@@ -643,6 +685,17 @@ def case_resume_refusals(args):
     check("ckpt-999999999999" in p3.stderr and "no COMPLETE marker" in p3.stderr, "the partial checkpoint was named and skipped")
     check(os.path.basename(newest) in p3.stderr and "CRC-32" in p3.stderr, "the corrupt checkpoint was named and skipped")
     check_resumed(d, previous, st, rs)
+
+    # Resuming the finished run without a new budget: a no-op (exit 0) that says how to extend it,
+    # and nothing in the run changes (the replay is not re-linked, no checkpoint is written).
+    before = {f: open(os.path.join(d, f), "rb").read() for f in ("summary.json", "metrics.jsonl", "config.toml")}
+    ckpts_before = sorted(os.listdir(os.path.join(d, "checkpoints")))
+    p5, _, _ = run_resume(args, d, [], 60, n=4)
+    check(p5.returncode == 0 and "has already finished" in p5.stderr and "--set run.total_env_steps=" in p5.stderr,
+          f"resuming a finished run is a no-op that says how to extend it (exit {p5.returncode})")
+    check(all(open(os.path.join(d, f), "rb").read() == b for f, b in before.items())
+          and sorted(os.listdir(os.path.join(d, "checkpoints"))) == ckpts_before, "nothing in the run changed")
+    check(not os.path.exists(os.path.join(d, "replay.pid")), "replay.pid removed at exit")
 
     for c in glob.glob(os.path.join(d, "checkpoints", "ckpt-*")):
         if os.path.exists(os.path.join(c, "COMPLETE")):

@@ -106,6 +106,71 @@ def case_python_own_env_time_limit(args):
           "the learner's note on the job's end calls it a consequence")
 
 
+def video_frames(path):
+    """Frames in an MP4 as ffprobe decodes them (every frame read, not the header's count)."""
+    out = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                          "stream=nb_read_frames,width,height,codec_name", "-of", "json", path],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["streams"][0]
+
+
+def case_video(args):
+    # mpirl eval --video: the built-in CartPole drawn from its observations, gym:CartPole-v1 by its
+    # own render(); the decoded frames are the first observation plus one per step of the episodes
+    # (lengths counted by the env); an env with nothing to draw is refused with the fix.
+    for env_id, source in (("CartPole-v1", "drawn from the observations"), ("gym:CartPole-v1", "the env's render()")):
+        p, dt, d = run(args, 4, [f'env.id="{env_id}"', "run.total_env_steps=20000"], 180)
+        finished_run(p, d, 20000)
+        mp4, js = os.path.join(d, "play.mp4"), os.path.join(d, "play.json")
+        e = subprocess.run([args.mpirl, "eval", d, "--episodes", "3", "--video", mp4, "--json", js],
+                           capture_output=True, text=True, timeout=300, env=mpi_test.ENV)
+        print(e.stdout, e.stderr)
+        check(e.returncode == 0 and source in e.stdout, f"{env_id}: a video {source}")
+        lengths = json.load(open(js))["lengths"]
+        st = video_frames(mp4)
+        check(st["codec_name"] == "h264" and (st["width"], st["height"]) == (600, 400), f"{env_id}: H.264, 600x400")
+        check(int(st["nb_read_frames"]) == 1 + sum(lengths),
+              f"{env_id}: {st['nb_read_frames']} frames decoded = 1 + the episodes' {int(sum(lengths))} steps")
+    p, dt, d = run(args, 4, [SCRIPTED, "run.total_env_steps=5000"], 180)
+    e = subprocess.run([args.mpirl, "eval", d, "--video", os.path.join(d, "x.mp4")], capture_output=True, text=True,
+                       timeout=120, env=mpi_test.ENV)
+    check(e.returncode == 2 and "renders no frames" in e.stderr and "render_mode" in e.stderr,
+          f"an env with nothing to draw: exit 2 naming the fix ({e.stderr.strip()[:160]})")
+
+
+def case_own_env_walkthrough(args):
+    # The README's walk-through as written: its corridor.py (the same text, checked), run from the
+    # directory that holds it with the README's command; it must stop on its threshold and the
+    # greedy policy must walk straight to the end.
+    readme = open(os.path.join(os.path.dirname(PYDIR), "..", "README.md")).read()
+    block = re.search(r"```python\n(# corridor.py\n.*?)```", readme, re.S)
+    check(block is not None and block.group(1) == open(os.path.join(PYDIR, "corridor.py")).read(),
+          "tests/python/corridor.py is the README's text")
+    out_dir = os.path.join(os.path.abspath(args.workdir), f"t-{uuid.uuid4().hex[:8]}")
+    cmd = [args.mpirun, "-n", "4", "--oversubscribe", os.path.abspath(args.mpirl), "train",
+           "--set", "env.id=\"py:corridor:make\"", "--set", "run.stop_mean_return=0.9",
+           "--set", "run.total_env_steps=2e6", "--set", f"run.out_dir={json.dumps(out_dir)}"]
+    env = dict(mpi_test.ENV)
+    env.pop("PYTHONPATH", None)  # found from the working directory, as the README says
+    p = subprocess.run(cmd, cwd=PYDIR, env=env, capture_output=True, text=True, timeout=600)
+    sys.stdout.write(p.stdout[-1500:] + p.stderr[-1500:])
+    runs = os.listdir(out_dir)
+    check(p.returncode == 0 and len(runs) == 1 and runs[0].startswith("py_corridor_make-impala-"),
+          f"the run finished (exit {p.returncode}) as {runs}")
+    d = os.path.join(out_dir, runs[0])
+    s = mpi_test.summary(d)
+    dec = s["stop_decision"]
+    check(s["stop_reason"] == "stop_mean_return" and dec["mean_return"] >= 0.9,
+          f"stopped on its threshold: mean {dec['mean_return']:.3f} after {dec['env_steps']} env steps")
+    e = subprocess.run([os.path.abspath(args.mpirl), "eval", d, "--greedy", "--episodes", "4", "--json",
+                        os.path.join(d, "greedy.json")], cwd=PYDIR, env=env, capture_output=True, text=True,
+                       timeout=120)
+    print(e.stdout, e.stderr)
+    g = json.load(open(os.path.join(d, "greedy.json")))
+    check(e.returncode == 0 and g["mean_return"] == 1.0 and g["mean_length"] == 7.0,
+          f"the greedy policy walks straight to the end (return {g['mean_return']}, {g['mean_length']} steps)")
+
+
 def case_learn_gym_cartpole_appo(args):
     # The built-in APPO learning test (mpi_test.learn), on gym:CartPole-v1.
     mpi_test.learn(args, "appo", ['env.id="gym:CartPole-v1"'], env="gym:CartPole-v1")

@@ -1,0 +1,165 @@
+#include "learner/evaluator.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/run_dir.h"
+#include "models/policy_file.h"
+
+extern char** environ;
+
+namespace mpirl::learner {
+namespace {
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) throw Error(fmt::format("evaluation: cannot find the mpirl binary (/proc/self/exe): {}", std::strerror(errno)));
+  return std::string(buf, size_t(n));
+}
+
+}  // namespace
+
+Evaluator::Evaluator(const Config& cfg, const std::string& run_dir)
+    : cfg_(cfg), dir_(run_dir), eval_dir_(run_dir + "/eval"), interval_(run_dir.empty() ? 0 : cfg.eval.interval_s),
+      last_start_(now_seconds()) {
+  if (!enabled()) return;
+  if (::mkdir(eval_dir_.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error(fmt::format("cannot create '{}' for evaluations: {}", eval_dir_, std::strerror(errno)));
+  write_file_atomic(eval_dir_ + "/config.toml", cfg.resolved_toml);
+  spdlog::info("evaluation during training: {} {} episodes every {} s in a separate process -> {}/eval.jsonl",
+               cfg.eval.episodes, cfg.eval.greedy ? "greedy" : "sampled", cfg.eval.interval_s, run_dir);
+}
+
+Evaluator::~Evaluator() {
+  if (child_ <= 0) return;
+  ::kill(child_, SIGTERM);
+  int st = 0;
+  while (::waitpid(child_, &st, 0) < 0 && errno == EINTR) {
+  }
+}
+
+void Evaluator::start(models::Policy& policy, const envs::EnvSpec& spec) {
+  models::save_policy(eval_dir_, policy, spec, models::model_options(cfg_));
+  ::unlink((eval_dir_ + "/result.json").c_str());
+  const std::vector<std::string> args = {self_exe(), "eval", eval_dir_,
+                                         "--episodes", std::to_string(cfg_.eval.episodes),
+                                         "--seed", std::to_string(cfg_.run.seed * 7919 + 1000003 + uint64_t(started_)),
+                                         "--threads", std::to_string(cfg_.eval.threads),
+                                         "--json", eval_dir_ + "/result.json",
+                                         "--parent", std::to_string(::getpid())};
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  if (cfg_.eval.greedy) argv.push_back(const_cast<char*>("--greedy"));
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  const std::string log = eval_dir_ + "/eval.log";
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  // The signals mpirl train catches or ignores (stop requests, SIGUSR2 dumps) are the default
+  // ones in the evaluation, and none is blocked.
+  sigset_t def, none;
+  sigemptyset(&def);
+  for (int s : {SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGPIPE}) sigaddset(&def, s);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &def);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    ++failed_;
+    spdlog::warn("evaluation: cannot start '{}': {} (training goes on)", argv[0], std::strerror(rc));
+    return;
+  }
+  child_ = pid;
+  ++started_;
+}
+
+std::vector<nlohmann::json> Evaluator::collect(bool wait) {
+  if (child_ <= 0) return {};
+  int st = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(child_, &st, wait ? 0 : WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return {};  // still playing
+  child_ = -1;
+  const std::string result = eval_dir_ + "/result.json";
+  nlohmann::json res;
+  if (r > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    try {
+      std::ifstream in(result);
+      res = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      res = nullptr;
+    }
+  }
+  if (res.is_null() || !res.is_object()) {
+    ++failed_;
+    spdlog::warn("evaluation of update {} failed ({}): see {}/eval.log; training goes on",
+                 snapshot_.value("update", int64_t(-1)),
+                 r > 0 && WIFEXITED(st) ? fmt::format("exit {}", WEXITSTATUS(st))
+                 : r > 0 && WIFSIGNALED(st) ? fmt::format("signal {}", WTERMSIG(st))
+                                           : std::string("no result"),
+                 eval_dir_);
+    return {};
+  }
+  nlohmann::json row = snapshot_;
+  for (const char* k : {"episodes", "mean_return", "std_return", "min_return", "max_return", "mean_length"})
+    row[std::string("eval_") + k] = res.at(k);
+  row["eval_greedy"] = res.value("greedy", cfg_.eval.greedy);
+  row["eval_finished_s"] = now_seconds();
+  append_json_line(dir_ + "/eval.jsonl", row);
+  spdlog::info("evaluation of update {} ({} env steps): mean return {:.2f} +- {:.2f} over {} {} episodes",
+               row["update"].get<int64_t>(), row["env_steps"].get<int64_t>(), row["eval_mean_return"].get<double>(),
+               row["eval_std_return"].get<double>(), row["eval_episodes"].get<int64_t>(),
+               cfg_.eval.greedy ? "greedy" : "sampled");
+  return {row};
+}
+
+std::vector<nlohmann::json> Evaluator::poll(models::Policy& policy, const envs::EnvSpec& spec, int64_t update,
+                                            int64_t env_steps, double time_s) {
+  if (!enabled()) return {};
+  auto rows = collect(false);
+  const double now = now_seconds();
+  if (now - last_start_ < interval_) return rows;
+  last_start_ = now;
+  if (child_ > 0) {  // the previous one still plays: never wait for it
+    ++skipped_;
+    if (!skip_noted_)
+      spdlog::info("evaluation: the previous one still runs after eval.interval_s = {} s; this one is skipped "
+                   "(said once; a longer interval or fewer eval.episodes avoids it)", interval_);
+    skip_noted_ = true;
+    return rows;
+  }
+  snapshot_ = {{"update", update}, {"env_steps", env_steps}, {"time_s", time_s}};
+  try {
+    start(policy, spec);
+  } catch (const std::exception& e) {
+    ++failed_;
+    spdlog::warn("evaluation: cannot save the policy to {}: {} (training goes on)", eval_dir_, e.what());
+  }
+  return rows;
+}
+
+}  // namespace mpirl::learner

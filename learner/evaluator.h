@@ -1,0 +1,52 @@
+#pragma once
+// Evaluation during training (eval.interval_s > 0), on learner 0: every interval it saves the
+// current policy to <run>/eval/ (model.pt, policy.json, config.toml) and starts `mpirl eval` on it
+// as a separate process (its own env copies, eval.threads torch threads, greedy by default), so
+// the learner never waits for an episode. When that process ends its result becomes one row of
+// <run>/eval.jsonl, stamped with the update, env steps and time of the snapshot it played. An
+// interval that comes while an evaluation still runs is skipped (counted); an evaluation that
+// fails is reported with its log (<run>/eval/eval.log) and training goes on. The process ends
+// with the learner: it checks that its parent is alive after every vector step.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
+#include "envs/env.h"
+#include "models/policy.h"
+
+namespace mpirl::learner {
+
+class Evaluator {
+ public:
+  Evaluator(const Config& cfg, const std::string& run_dir);  // learner 0 only; inert when interval_s = 0
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  bool enabled() const { return interval_ > 0; }
+  // Learner 0's loop: collects a finished evaluation, and starts the next one when it is due.
+  // Returns the rows finished since the last call (already appended to eval.jsonl).
+  std::vector<nlohmann::json> poll(models::Policy& policy, const envs::EnvSpec& spec, int64_t update,
+                                   int64_t env_steps, double time_s);
+  int64_t started() const { return started_; }
+  int64_t skipped() const { return skipped_; }
+  int64_t failed() const { return failed_; }
+
+ private:
+  void start(models::Policy& policy, const envs::EnvSpec& spec);
+  std::vector<nlohmann::json> collect(bool wait);
+
+  const Config& cfg_;
+  std::string dir_, eval_dir_;
+  double interval_ = 0, last_start_ = 0;
+  pid_t child_ = -1;
+  nlohmann::json snapshot_;  // update, env_steps, time_s of the policy the running evaluation plays
+  int64_t started_ = 0, skipped_ = 0, failed_ = 0;
+  bool skip_noted_ = false;
+};
+
+}  // namespace mpirl::learner

@@ -1,0 +1,34 @@
+#pragma once
+// The files a trained policy is saved as, side by side in a run directory (learner 0 writes them
+// at the end of a run and after each checkpoint: learner/run_controller.cpp; every checkpoint
+// holds them too; `mpirl eval`, `mpirl export` and the Python package python/mpirl_policy read them):
+//   model.pt     the parameters: torch::save of a CPU copy of the Policy, a TorchScript-style
+//                archive whose names are the registered ones (torso0.weight, encoder.conv0.bias,
+//                core.nu_log, core.cell.weight_ih, pi.weight, v.bias, log_std, ...);
+//   policy.json  what config.toml does not say: the env's observation and action spaces, and the
+//                model as built for them (the encoder "auto" resolved to, the core's state size).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "envs/env.h"
+#include "models/policy.h"
+
+namespace mpirl::models {
+
+inline constexpr int kPolicyFileVersion = 1;
+
+// policy.json's content:
+//   {"format": "mpirl-policy", "version": 1,
+//    "env": {"id", "obs_shape": [...], "obs_dtype": "float32" | "uint8",
+//            "action": {"type": "discrete", "n": L} | {"type": "box", "dim": A, "low": [...], "high": [...]},
+//            "max_episode_steps"},
+//    "model": {"encoder" (resolved), "hidden", "activation", "core", "core_size", "core_state",
+//              "ffm_context", "state_size", "dist_size"}}
+nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts);
+
+// Writes dir/model.pt (a CPU copy of `policy`, wherever it lives) and dir/policy.json, each
+// atomically (core/run_dir.h). Throws mpirl::Error naming the file.
+void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& spec, const ModelOptions& opts);
+
+}  // namespace mpirl::models

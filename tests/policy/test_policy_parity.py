@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""The Python policy (python/mpirl_policy) against the C++ one, and `mpirl export`.
+
+parity      policy_dump saves every encoder x core x action space as a run saves it (config.toml,
+            model.pt, policy.json) with the C++ outputs on fixed inputs (io.pt); each is rebuilt
+            with mpirl_policy.load_policy and compared to TOL (unroll, step by step with the
+            state, forward, the actors' greedy actions); a perturbed weight must be caught; the
+            TorchScript export of each, run in a process without mpirl_policy, must agree too.
+export_cli  `mpirl export` end to end: TorchScript for a recurrent policy (checked in a clean
+            process), a model file, a run without policy.json (the env gives the spaces), ONNX (or
+            the error naming what to pip install), a bad run directory.
+Run one case: test_policy_parity.py --dump build/tests/policy_dump --mpirl build/mpirl
+--python-dir python --workdir build/test-runs CASE
+"""
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+TOL = 1e-5
+ARGS = None
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def diff(a, b):
+    check(a.shape == b.shape, f"shapes differ: {list(a.shape)} vs {list(b.shape)}")
+    return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
+
+
+def load(path):
+    return torch.load(path, weights_only=False)  # the dump's own files (a C++ pickle of a dict)
+
+
+def dump(workdir):
+    out = tempfile.mkdtemp(prefix="policy-", dir=workdir)
+    r = subprocess.run([ARGS.dump, out], capture_output=True, text=True)
+    check(r.returncode == 0, f"policy_dump failed: {r.stderr}")
+    return out, r.stdout.split()
+
+
+def python_outputs(policy, io):
+    """What the C++ dump holds, computed by the Python policy: name -> tensor."""
+    T = io["obs"].size(0)
+    out = {}
+    with torch.no_grad():
+        out["unroll_dist"], out["unroll_value"], _ = policy.unroll(io["obs"], io["is_init"], io["state0"])
+        dists, values, states = [], [], []
+        state = io["state0"]
+        for t in range(T):
+            d, v, state = policy.step(io["obs"][t], io["is_init"][t], state)
+            dists.append(d), values.append(v), states.append(state)
+        out["step_dist"], out["step_value"], out["step_state"] = map(torch.stack, (dists, values, states))
+        if not policy.recurrent:
+            out["forward_dist"], out["forward_value"] = policy(io["obs"])
+        actions, state = [], None
+        for t in range(T):
+            a, state = policy.act(io["obs"][t], state, io["is_init"][t], greedy=True)
+            actions.append(a)
+        out["greedy_actions"] = torch.stack(actions)
+    return out
+
+
+def compare(got, io):
+    """Largest difference per output; discrete greedy actions must be equal (inf where they are not)."""
+    res = {}
+    for k, v in got.items():
+        if k == "greedy_actions" and v.dtype == torch.int64:
+            res[k] = 0.0 if torch.equal(v, io[k]) else float("inf")
+        else:
+            res[k] = diff(v, io[k])
+    return res
+
+
+# Loads each exported TorchScript file with torch alone (no mpirl_policy on the path) and writes
+# its outputs on the dumped inputs.
+CLEAN_RUNNER = r"""
+import sys, torch
+try:
+    import mpirl_policy
+    raise SystemExit("mpirl_policy is importable in the clean process")
+except ImportError:
+    pass
+for ts, io_path, out_path in zip(*[iter(sys.argv[1:])] * 3):
+    m = torch.jit.load(ts)
+    io = torch.load(io_path, weights_only=False)  # our own dump
+    out = {}
+    with torch.no_grad():
+        if hasattr(m, "unroll"):
+            out["unroll_dist"], out["unroll_value"], _ = m.unroll(io["obs"], io["is_init"], io["state0"])
+            state, d, v = io["state0"], [], []
+            for t in range(io["obs"].size(0)):
+                dt, vt, state = m(io["obs"][t], io["is_init"][t], state)
+                d.append(dt), v.append(vt)
+            out["step_dist"], out["step_value"] = torch.stack(d), torch.stack(v)
+        else:
+            out["forward_dist"], out["forward_value"] = m(io["obs"])
+    torch.save(out, out_path)
+"""
+
+
+def run_clean(triples):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    flat = [x for t in triples for x in t]
+    r = subprocess.run([sys.executable, "-c", CLEAN_RUNNER] + flat, capture_output=True, text=True, env=env,
+                       cwd=tempfile.gettempdir())
+    check(r.returncode == 0, f"the clean TorchScript process failed: {r.stderr[-3000:]}")
+
+
+def perturbation_caught(run_dir, io):
+    """A parameter moved by 1e-2 (the first core one, else the first encoder one) must show."""
+    from mpirl_policy import build_policy, read_config, read_weights
+
+    weights = read_weights(os.path.join(run_dir, "model.pt"))
+    name = sorted(k for k in weights if k.startswith("core.")) or sorted(
+        k for k in weights if k.startswith(("encoder.", "torso0.")))
+    weights[name[0]] += 1e-2
+    spec = json.load(open(os.path.join(run_dir, "policy.json")))
+    policy = build_policy(read_config(os.path.join(run_dir, "config.toml")), spec, weights)
+    got = python_outputs(policy, io)
+    worst = max(diff(got[k], io[k]) for k in ("unroll_dist", "unroll_value"))
+    return name[0], worst
+
+
+def case_parity():
+    from mpirl_policy import load_policy
+    from mpirl_policy.export import export_torchscript
+
+    torch.set_num_threads(1)
+    root, names = dump(ARGS.workdir)
+    check(len(names) >= 42, f"policy_dump made {len(names)} cases")
+    rows, triples, failures = [], [], []
+    for name in names:
+        d = os.path.join(root, name)
+        io = load(os.path.join(d, "io.pt"))
+        policy = load_policy(d)
+        res = compare(python_outputs(policy, io), io)
+        spec_text = open(os.path.join(d, "policy.json")).read()
+        export_torchscript(policy, os.path.join(d, "policy.ts"), spec_text)
+        triples.append((os.path.join(d, "policy.ts"), os.path.join(d, "io.pt"), os.path.join(d, "ts_out.pt")))
+        pname, pdiff = perturbation_caught(d, io)
+        if pdiff <= TOL:
+            failures.append(f"{name}: moving {pname} by 1e-2 changed the outputs by only {pdiff:.2e}")
+        rows.append((name, res, pdiff))
+    run_clean(triples)
+    print("max abs diff Python - C++ per case (unroll: dist and value; step: the same step by step; state:\n"
+          "the state after each step; greedy: the actors' greedy actions; ts: the TorchScript export run\n"
+          "without mpirl_policy), |out|: the largest C++ output, perturbed: the diff after a parameter moved")
+    print(f"{'case':34} {'unroll':>9} {'step':>9} {'state':>9} {'forward':>9} {'greedy':>9} {'ts':>9} {'|out|':>9} "
+          f"{'perturbed':>9}")
+    for (name, res, pdiff), (_, io_path, ts_out) in zip(rows, triples):
+        io, ts = load(io_path), load(ts_out)
+        res["ts"] = max(diff(v, io[k]) for k, v in ts.items())
+        cols = [max(res["unroll_dist"], res["unroll_value"]), max(res["step_dist"], res["step_value"]),
+                res["step_state"], max(res.get("forward_dist", 0.0), res.get("forward_value", 0.0)),
+                res["greedy_actions"], res["ts"]]
+        scale = max(float(io[k].abs().max()) for k in ("unroll_dist", "unroll_value"))
+        text = [f"{c:9.2e}" for c in cols]
+        if "forward_dist" not in res:
+            text[3] = f"{'-':>9}"  # recurrent: no forward()
+        print(f"{name:34} " + " ".join(text) + f" {scale:9.2e} {pdiff:9.2e}")
+        if max(cols) > TOL:
+            failures.append(f"{name}: max abs diff {max(cols):.2e} > {TOL}")
+    print(f"{len(rows)} cases, max abs diff over all: {max(max(r[1].values()) for r in rows):.2e} (tolerance {TOL})")
+    check(not failures, "\n".join(failures))
+    shutil.rmtree(root)
+
+
+def mpirl_export(run_dir, out, *extra):
+    r = subprocess.run([ARGS.mpirl, "export", run_dir, "--out", out, *extra], capture_output=True, text=True)
+    print(f"$ mpirl export {run_dir} --out {out} {' '.join(extra)} -> {r.returncode}\n{r.stdout}{r.stderr}", end="")
+    return r
+
+
+def case_export_cli():
+    root, _ = dump(ARGS.workdir)
+    d = os.path.join(root, "mlp-lru-box")
+    ts = os.path.join(root, "lru.ts")
+    r = mpirl_export(d, ts)
+    check(r.returncode == 0 and os.path.exists(ts), "mpirl export (torchscript) failed")
+    run_clean([(ts, os.path.join(d, "io.pt"), os.path.join(root, "lru_out.pt"))])
+    io, got = load(os.path.join(d, "io.pt")), load(os.path.join(root, "lru_out.pt"))
+    worst = max(diff(v, io[k]) for k, v in got.items())
+    print(f"exported mlp-lru-box vs C++: max abs diff {worst:.2e}")
+    check(worst <= TOL, f"the exported policy differs from the C++ one by {worst:.2e}")
+    # A model file (config.toml and policy.json beside it) as `mpirl eval` takes it.
+    r = mpirl_export(os.path.join(d, "model.pt"), os.path.join(root, "file.ts"))
+    check(r.returncode == 0 and os.path.exists(os.path.join(root, "file.ts")), "export of a model file failed")
+    # A run without policy.json: the env (CartPole-v1, from its config) gives the spaces.
+    old = os.path.join(root, "cartpole-mingru-discrete")
+    os.remove(os.path.join(old, "policy.json"))
+    r = mpirl_export(old, os.path.join(root, "old.ts"))
+    check(r.returncode == 0 and "no policy.json" in r.stderr, "export of a run without policy.json failed")
+    run_clean([(os.path.join(root, "old.ts"), os.path.join(old, "io.pt"), os.path.join(root, "old_out.pt"))])
+    io, got = load(os.path.join(old, "io.pt")), load(os.path.join(root, "old_out.pt"))
+    check(max(diff(v, io[k]) for k, v in got.items()) <= TOL, "the rebuilt-spec export differs from the C++ policy")
+    # ONNX: written and checked when onnx is installed; otherwise a one-line error naming the package.
+    onnx_out = os.path.join(root, "ff.onnx")
+    r = mpirl_export(os.path.join(root, "nature_cnn-none-discrete"), onnx_out, "--format", "onnx")
+    if importlib.util.find_spec("onnx") is None:
+        check(r.returncode == 2 and "pip install onnx" in r.stderr, "a missing onnx package is not reported")
+    else:
+        check(r.returncode == 0 and os.path.exists(onnx_out), "mpirl export --format onnx failed")
+    r = mpirl_export(os.path.join(root, "no-such-run"), os.path.join(root, "x.ts"))
+    check(r.returncode == 2 and "no such file" in r.stderr, "a bad run directory is not reported")
+    shutil.rmtree(root)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dump", required=True)
+    ap.add_argument("--mpirl", required=True)
+    ap.add_argument("--python-dir", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("case", choices=["parity", "export_cli"])
+    ARGS = ap.parse_args()
+    sys.path.insert(0, os.path.abspath(ARGS.python_dir))
+    os.makedirs(ARGS.workdir, exist_ok=True)
+    {"parity": case_parity, "export_cli": case_export_cli}[ARGS.case]()
+    print(f"{ARGS.case}: OK")
+
+
+if __name__ == "__main__":
+    main()
