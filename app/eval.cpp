@@ -6,7 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -57,6 +60,12 @@ int eval_main(const EvalOptions& o) {
   const uint64_t seed = o.seed;
   try {
     if (o.threads > 0) torch::set_num_threads(o.threads);
+    // ffmpeg gone (a --video error) must be an error message, not a silent SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
+    if (o.parent > 0) {  // evaluation during training: end with the learner that started us
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (long(::getppid()) != o.parent) return 3;
+    }
     const PolicyFiles files = find_policy(run_dir);
     const fs::path cfg_path = files.config, model_path = files.model;
     std::ifstream in(cfg_path);

@@ -71,16 +71,19 @@ int run_python(const std::string& python, const std::string& python_dir, const s
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // Everything the child needs is made here: after fork() it only execs (torch or an embedded
+  // Python may have threads, so the child must not allocate or take locks).
+  const char* old = std::getenv("PYTHONPATH");
+  const std::string path = old && *old ? python_dir + ":" + old : python_dir;
+  ::setenv("PYTHONPATH", path.c_str(), 1);
+  const std::string fail = fmt::format("mpirl export: cannot run '{}' (set --python to a Python with torch)\n", python);
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = ::fork();
   if (pid < 0) throw Error("fork failed");
   if (pid == 0) {
-    const char* old = std::getenv("PYTHONPATH");
-    const std::string path = old && *old ? python_dir + ":" + old : python_dir;
-    ::setenv("PYTHONPATH", path.c_str(), 1);
     ::execvp(argv[0], argv.data());
-    fmt::print(stderr, "mpirl export: cannot run '{}' (set --python to a Python with torch)\n", python);
+    [[maybe_unused]] ssize_t w = ::write(2, fail.data(), fail.size());
     ::_exit(127);
   }
   int status = 0;

@@ -91,6 +91,13 @@ void image(Canvas& c, const envs::EnvSpec& spec, const uint8_t* px) {
     }
 }
 
+// 'path' for sh, whatever it holds.
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 }  // namespace
 
 bool draw_observation(const envs::EnvSpec& spec, const void* obs, envs::Frame& f) {
@@ -119,8 +126,8 @@ void VideoWriter::add(const envs::Frame& f) {
     // Even sizes for yuv420p (what players expect), padded with white.
     const std::string cmd = fmt::format(
         "ffmpeg -nostdin -y -loglevel error -f rawvideo -pix_fmt rgb24 -s {}x{} -r {} -i - -vf "
-        "'pad=ceil(iw/2)*2:ceil(ih/2)*2:color=white' -c:v libx264 -pix_fmt yuv420p -movflags +faststart '{}'",
-        w_, h_, fps_, path_);
+        "'pad=ceil(iw/2)*2:ceil(ih/2)*2:color=white' -c:v libx264 -pix_fmt yuv420p -movflags +faststart {}",
+        w_, h_, fps_, shell_quote(path_));
     pipe_ = ::popen(cmd.c_str(), "w");
     if (!pipe_) throw Error(fmt::format("cannot start ffmpeg for '{}'", path_));
   }

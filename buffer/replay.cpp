@@ -49,11 +49,17 @@ class ReplayServer {
       c_.restored_seq_end = rb_.next_insert_seq();
       spdlog::info("replay: restored {} items from '{}'", h.items, cfg.replay.restore);
     }
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    write_file_atomic(start.run_dir + "/replay.host", fmt::format("{}\n", host));  // whose pid it is
     write_file_atomic(pid_file_, fmt::format("{}\n", ::getpid()));
   }
   // replay.pid names a live process only while the run goes on (a later `kill -USR2 $(cat ...)`
   // must not reach an unrelated process): removed at exit, an error's included.
-  ~ReplayServer() { ::unlink(pid_file_.c_str()); }
+  ~ReplayServer() {
+    ::unlink(pid_file_.c_str());
+    ::unlink((pid_file_.substr(0, pid_file_.size() - 4) + ".host").c_str());
+  }
   ReplayServer(const ReplayServer&) = delete;
   ReplayServer& operator=(const ReplayServer&) = delete;
 

@@ -41,12 +41,20 @@ bool holds_results(const std::string& dir) {
   return fs::is_directory(ck, ec) && !fs::is_empty(ck, ec);
 }
 
-// The pid in <dir>/replay.pid when that process is alive on this host (the run is going on).
-pid_t live_replay(const std::string& dir) {
+// Why <dir>'s run may still be going on: its replay.pid names a live process on this host, or a
+// process on another host (replay.host), which cannot be checked from here. "" = it is not.
+std::string live_replay(const std::string& dir) {
   std::ifstream in(dir + "/replay.pid");
   long pid = 0;
-  if (!(in >> pid) || pid <= 0) return 0;
-  return ::kill(pid_t(pid), 0) == 0 || errno == EPERM ? pid_t(pid) : 0;
+  if (!(in >> pid) || pid <= 0) return "";
+  std::string host;
+  std::ifstream(dir + "/replay.host") >> host;
+  char here[256] = {};
+  ::gethostname(here, sizeof(here) - 1);
+  if (!host.empty() && host != here)
+    return fmt::format("its replay.pid {} is on host {}; if that run is over, remove {}/replay.pid", pid, host, dir);
+  if (::kill(pid_t(pid), 0) == 0 || errno == EPERM) return fmt::format("replay.pid {} is alive", pid);
+  return "";
 }
 
 void write_config(const std::string& dir, const Config& cfg) {
@@ -97,10 +105,10 @@ std::string create_run_dir(const Config& cfg) {
       throw ConfigError(fmt::format("run directory '{}' already exists and holds a model or checkpoints: continue it "
                                     "with --resume {} or choose another run.name (nothing was overwritten)",
                                     dir, dir));
-    if (pid_t pid = live_replay(dir))
-      throw ConfigError(fmt::format("run directory '{}' already exists and its run is still going on (replay.pid {} "
-                                    "is alive): choose another run.name",
-                                    dir, pid));
+    if (const std::string why = live_replay(dir); !why.empty())
+      throw ConfigError(fmt::format("run directory '{}' already exists and its run may still be going on ({}): "
+                                    "choose another run.name",
+                                    dir, why));
     const std::string aside = fmt::format("{}.failed-{}", dir, ::time(nullptr));
     if (::rename(dir.c_str(), aside.c_str()) != 0)
       throw ConfigError(fmt::format("run directory '{}' already exists (a run that saved no model or checkpoint) and "

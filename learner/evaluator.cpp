@@ -73,6 +73,9 @@ void Evaluator::start(models::Policy& policy, const envs::EnvSpec& spec) {
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  // Nothing else of learner 0's is inherited: its MPI/NCCL sockets (a child holding them could
+  // hide learner 0's death from its peers) and its open files.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   // The signals mpirl train catches or ignores (stop requests, SIGUSR2 dumps) are the default
   // ones in the evaluation, and none is blocked.
   sigset_t def, none;
@@ -83,7 +86,18 @@ void Evaluator::start(models::Policy& policy, const envs::EnvSpec& spec) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), environ);
+  // Nor the launcher's variables: an env that imports mpi4py must not try to join this job.
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e) {
+    const std::string v(*e);
+    bool mpi = false;
+    for (const char* p : {"OMPI_", "PMIX_", "PMI_", "SLURM_STEP_"}) mpi |= v.rfind(p, 0) == 0;
+    if (!mpi) env_s.push_back(v);
+  }
+  std::vector<char*> envp;
+  for (auto& v : env_s) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  const int rc = ::posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -96,6 +110,17 @@ void Evaluator::start(models::Policy& policy, const envs::EnvSpec& spec) {
 }
 
 std::vector<nlohmann::json> Evaluator::collect(bool wait) {
+  try {
+    return collect_or_throw(wait);
+  } catch (const std::exception& e) {  // an evaluation never stops training
+    ++failed_;
+    spdlog::warn("evaluation of update {}: its result could not be used: {}; training goes on",
+                 snapshot_.value("update", int64_t(-1)), e.what());
+    return {};
+  }
+}
+
+std::vector<nlohmann::json> Evaluator::collect_or_throw(bool wait) {
   if (child_ <= 0) return {};
   int st = 0;
   pid_t r;
@@ -126,15 +151,18 @@ std::vector<nlohmann::json> Evaluator::collect(bool wait) {
   }
   nlohmann::json row = snapshot_;
   for (const char* k : {"episodes", "mean_return", "std_return", "min_return", "max_return", "mean_length"})
-    row[std::string("eval_") + k] = res.at(k);
+    row[std::string("eval_") + k] = res.value(k, nlohmann::json(nullptr));
   row["eval_greedy"] = res.value("greedy", cfg_.eval.greedy);
   row["eval_finished_s"] = now_seconds();
   append_json_line(dir_ + "/eval.jsonl", row);
-  spdlog::info("evaluation of update {} ({} env steps): mean return {:.2f} +- {:.2f} over {} {} episodes",
-               row["update"].get<int64_t>(), row["env_steps"].get<int64_t>(), row["eval_mean_return"].get<double>(),
-               row["eval_std_return"].get<double>(), row["eval_episodes"].get<int64_t>(),
-               cfg_.eval.greedy ? "greedy" : "sampled");
+  spdlog::info("evaluation of update {} ({} env steps): mean return {} +- {} over {} {} episodes",
+               row["update"].dump(), row["env_steps"].dump(), row["eval_mean_return"].dump(),
+               row["eval_std_return"].dump(), row["eval_episodes"].dump(), cfg_.eval.greedy ? "greedy" : "sampled");
   return {row};
+}
+
+nlohmann::json Evaluator::counts() const {
+  return {{"interval_s", interval_}, {"started", started_}, {"skipped", skipped_}, {"failed", failed_}};
 }
 
 std::vector<nlohmann::json> Evaluator::poll(models::Policy& policy, const envs::EnvSpec& spec, int64_t update,

@@ -32,13 +32,16 @@ class Evaluator {
   // Returns the rows finished since the last call (already appended to eval.jsonl).
   std::vector<nlohmann::json> poll(models::Policy& policy, const envs::EnvSpec& spec, int64_t update,
                                    int64_t env_steps, double time_s);
-  int64_t started() const { return started_; }
-  int64_t skipped() const { return skipped_; }
-  int64_t failed() const { return failed_; }
+  // At the end: the evaluation that ended since the last poll, if any (one still playing is
+  // stopped by the destructor).
+  std::vector<nlohmann::json> finished() { return collect(false); }
+  // started / skipped / failed evaluations, for summary.json ("eval").
+  nlohmann::json counts() const;
 
  private:
   void start(models::Policy& policy, const envs::EnvSpec& spec);
-  std::vector<nlohmann::json> collect(bool wait);
+  std::vector<nlohmann::json> collect(bool wait);  // never throws: a failure is counted and logged
+  std::vector<nlohmann::json> collect_or_throw(bool wait);
 
   const Config& cfg_;
   std::string dir_, eval_dir_;

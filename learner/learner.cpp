@@ -243,6 +243,10 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   if (publisher)
     extra["params_published"] = {{"broadcasts", publisher->schedule().published()},
                                  {"last_version", publisher->schedule().last_version()}};
+  if (lead && evaluator.enabled()) {
+    for (const auto& row : evaluator.finished()) run.on_eval(row);  // one that ended since the last update
+    extra["eval"] = evaluator.counts();
+  }
   if (lead) {
     run.save_model(policy, spec);
     run.write_summary(reason, extra, false);

@@ -178,6 +178,7 @@ nlohmann::json RunController::snapshot() const {
   const double samples = double(counts_.trained) * double(cfg_.actor.rollout_len);
   j["learner_samples"] = samples;
   j["learner_samples_per_s"] = wall > 0 ? samples / wall : 0.0;
+  j["learners"] = comms_.layout.learners;  // the two above are learner 0's own, one of this many
   j["episodes"] = episodes_;
   j["mean_return"] = num_or_null(returns_.mean());
   j["mean_length"] = num_or_null(lengths_.mean());

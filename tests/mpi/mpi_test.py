@@ -612,6 +612,14 @@ def case_checkpoint_resume(args):
     check(not glob.glob(os.path.join(d, "checkpoints", ".tmp-*")), "no temporary checkpoint left")
 
 
+class Float32Equal(float):
+    """Equal to a float32 rounding of the value (TensorBoard scalars are float32)."""
+    def __eq__(self, other):
+        return abs(float(self) - float(other)) <= 1e-6 * max(1.0, abs(float(self)))
+
+    __hash__ = float.__hash__
+
+
 def case_eval_during_training(args):
     # eval.interval_s: learner 0 plays its current policy in a separate `mpirl eval` process; each
     # result is a row of eval.jsonl (and eval/... in TensorBoard). Waits for 2 results (events,
@@ -640,6 +648,14 @@ def case_eval_during_training(args):
     check(os.path.exists(os.path.join(d, "eval", "model.pt")), "the evaluated policy is in eval/")
     left = subprocess.run(["pgrep", "-f", os.path.join(d, "eval")], capture_output=True, text=True).stdout.split()
     check(not left, f"no evaluation process left after the run ({left})")
+    ev = summary(d)["eval"]
+    check(ev["started"] >= len(rows) and ev["failed"] == 0, f"summary.json counts the evaluations ({ev})")
+    from tensorboard.backend.event_processing import event_accumulator
+    acc = event_accumulator.EventAccumulator(d, size_guidance={"scalars": 0})
+    acc.Reload()
+    tb = [(e.step, e.value) for e in acc.Scalars("eval/mean_return")]
+    check(tb == [(r["env_steps"], Float32Equal(r["eval_mean_return"])) for r in rows],
+          f"TensorBoard's eval/mean_return = eval.jsonl's rows ({len(tb)} points)")
 
 
 def run_resume(args, d, sets, timeout, n=5):

@@ -99,7 +99,7 @@ def case_python_own_env_time_limit(args):
           "truncating more often than one per rollout without a declared limit: the error names the fix")
     secondary = [l for l in text.splitlines() if "malformed message" in l or "preempted" in l]
     check(not secondary, f"no secondary errors from other ranks ({secondary[:3]})")
-    fatal = [l for l in text.splitlines() if "fatal error" in l]
+    fatal = [l for l in text.splitlines() if "mpirl: fatal error on" in l]
     check(fatal and all("declares no time limit" in l for l in fatal),
           f"every fatal error is the env's own ({len(fatal)} actor(s) met it)")
     check(all("consequence" in l for l in text.splitlines() if "launcher is ending the job" in l),

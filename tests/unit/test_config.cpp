@@ -215,9 +215,19 @@ TEST(RunDir, AFailedStartIsMovedAsideAndAFinishedRunIsKept) {
     create_run_dir(cfg);
     FAIL() << "a live run's directory was reused";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("still going on"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("still be going on"), std::string::npos) << e.what();
+  }
+  // A replay on another host cannot be checked from here: refused, naming the host.
+  std::ofstream(dir + "/replay.pid") << "999999999\n";
+  std::ofstream(dir + "/replay.host") << "some-other-node\n";
+  try {
+    create_run_dir(cfg);
+    FAIL() << "a run whose replay is on another host was moved aside";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("some-other-node"), std::string::npos) << e.what();
   }
   fs::remove(dir + "/replay.pid");
+  fs::remove(dir + "/replay.host");
   // A run that saved a model is never touched.
   std::ofstream(dir + "/model.pt") << "x";
   try {
