@@ -64,6 +64,9 @@ int eval_main(const EvalOptions& o) {
     std::signal(SIGPIPE, SIG_IGN);
     if (o.parent > 0) {  // evaluation during training: end with the learner that started us
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      // The run's stop and dump requests (SIGUSR1/SIGUSR2, forwarded by mpirun) are not ours.
+      std::signal(SIGUSR1, SIG_IGN);
+      std::signal(SIGUSR2, SIG_IGN);
       if (long(::getppid()) != o.parent) return 3;
     }
     const PolicyFiles files = find_policy(run_dir);

@@ -84,7 +84,11 @@ void Evaluator::start(models::Policy& policy, const envs::EnvSpec& spec) {
   sigemptyset(&none);
   posix_spawnattr_setsigdefault(&attr, &def);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  // A process group of its own: the launcher forwards signals (mpirun's SIGUSR1/SIGTERM, a
+  // terminal's Ctrl-C) to the ranks' groups, and they are the run's, not the evaluation's; it ends
+  // with learner 0 through PR_SET_PDEATHSIG (app/eval.cpp) and the destructor's SIGTERM instead.
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
   pid_t pid = -1;
   // Nor the launcher's variables: an env that imports mpi4py must not try to join this job.
   std::vector<std::string> env_s;

@@ -633,6 +633,14 @@ def case_eval_during_training(args):
     path, t0 = os.path.join(d, "eval.jsonl"), time.time()
     while time.time() - t0 < 180 and not (os.path.exists(path) and sum(1 for _ in open(path)) >= 2):
         time.sleep(0.2)
+    # SIGUSR1 while an evaluation plays: mpirun forwards it to the ranks' process groups, and the
+    # evaluation (a group of its own) must not die of it (it did: counted as a failed evaluation).
+    def playing():
+        return subprocess.run(["pgrep", "-f", os.path.join(d, "eval") + " "], capture_output=True,
+                              text=True).stdout.split()
+    t1 = time.time()
+    while time.time() - t1 < 60 and not playing():
+        time.sleep(0.01)
     proc.send_signal(signal.SIGUSR1)
     out, _ = proc.communicate(timeout=120)
     sys.stdout.write(out[-2000:].replace("\r", "\n"))
