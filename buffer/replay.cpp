@@ -33,7 +33,7 @@ namespace {
 class ReplayServer {
  public:
   ReplayServer(const Config& cfg, const Comms& comms, const RunStart& start)
-      : pid_file_(start.run_dir + "/replay.pid"), cfg_(cfg), comms_(comms), spec_(envs::env_spec(cfg)),
+      : pid_file_(start.run_dir), cfg_(cfg), comms_(comms), spec_(envs::env_spec(cfg)),
         layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)), rb_(layout_, server_options(cfg, layout_)),
         dumps_(cfg, start.run_dir), stalls_(comms, cfg.run.stall_timeout_s),
         reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
@@ -49,19 +49,7 @@ class ReplayServer {
       c_.restored_seq_end = rb_.next_insert_seq();
       spdlog::info("replay: restored {} items from '{}'", h.items, cfg.replay.restore);
     }
-    char host[256] = {};
-    ::gethostname(host, sizeof(host) - 1);
-    write_file_atomic(start.run_dir + "/replay.host", fmt::format("{}\n", host));  // whose pid it is
-    write_file_atomic(pid_file_, fmt::format("{}\n", ::getpid()));
   }
-  // replay.pid names a live process only while the run goes on (a later `kill -USR2 $(cat ...)`
-  // must not reach an unrelated process): removed at exit, an error's included.
-  ~ReplayServer() {
-    ::unlink(pid_file_.c_str());
-    ::unlink((pid_file_.substr(0, pid_file_.size() - 4) + ".host").c_str());
-  }
-  ReplayServer(const ReplayServer&) = delete;
-  ReplayServer& operator=(const ReplayServer&) = delete;
 
   int run() {
     const int L = comms_.layout.learners, A = comms_.layout.actors();
@@ -84,7 +72,7 @@ class ReplayServer {
   }
 
  private:
-  std::string pid_file_;
+  ReplayPidFile pid_file_;  // replay.pid and replay.host while this rank runs
   // The replay's own counters (c_) and the buffer's, as the learners receive them.
   ReplayStatus status() const {
     const auto& r = rb_.counters();

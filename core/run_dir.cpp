@@ -125,6 +125,18 @@ std::string create_run_dir(const Config& cfg) {
   return dir;
 }
 
+ReplayPidFile::ReplayPidFile(const std::string& run_dir) : dir_(run_dir) {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  write_file_atomic(dir_ + "/replay.host", fmt::format("{}\n", host));  // whose pid it is
+  write_file_atomic(dir_ + "/replay.pid", fmt::format("{}\n", ::getpid()));
+}
+
+ReplayPidFile::~ReplayPidFile() {
+  ::unlink((dir_ + "/replay.pid").c_str());
+  ::unlink((dir_ + "/replay.host").c_str());
+}
+
 MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::app), path_(path) {
   if (!out_) throw Error(fmt::format("cannot open metrics file '{}'", path));
   out_.seekp(0, std::ios::end);

@@ -26,6 +26,20 @@ std::string run_dir_path(const Config& cfg);
 // ConfigError naming the directory when it cannot be created or written.
 std::string create_run_dir(const Config& cfg);
 
+// <run>/replay.pid (this process's pid, for `kill -USR2 $(cat replay.pid)`) and replay.host (its
+// host), written by the replay rank at start and removed by the destructor, at an error's exit
+// too: a later kill never reaches an unrelated process, and create_run_dir tells a live run by them.
+class ReplayPidFile {
+ public:
+  explicit ReplayPidFile(const std::string& run_dir);
+  ~ReplayPidFile();
+  ReplayPidFile(const ReplayPidFile&) = delete;
+  ReplayPidFile& operator=(const ReplayPidFile&) = delete;
+
+ private:
+  std::string dir_;
+};
+
 class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path);
