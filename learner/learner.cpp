@@ -111,7 +111,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   run.start();
   int64_t version = 0;  // = updates so far; what learner 0 publishes
   if (!start.resume_from.empty()) {
-    run.resume(resumed.window, resumed.elapsed_s, resumed.counts[0]);
+    run.resume(resumed.window, resumed.elapsed_s, resumed.counts[0], resumed.replay.env_steps);
     version = resumed.version;
     if (lead) {
       spdlog::info("resumed at update {} ({:.1f} s, {} episodes so far) from {}", version, resumed.elapsed_s,

@@ -110,7 +110,8 @@ RunWindow RunController::window() const {
   return {{returns_.q.begin(), returns_.q.end()}, {lengths_.q.begin(), lengths_.q.end()}, episodes_};
 }
 
-void RunController::resume(const RunWindow& w, double elapsed_s, const LearnerCounts& counts) {
+void RunController::resume(const RunWindow& w, double elapsed_s, const LearnerCounts& counts,
+                           int64_t checkpoint_env_steps) {
   returns_ = Window(returns_.n);
   lengths_ = Window(lengths_.n);
   for (double v : w.returns) returns_.add(v);
@@ -119,6 +120,11 @@ void RunController::resume(const RunWindow& w, double elapsed_s, const LearnerCo
   counts_ = counts;
   start_ -= elapsed_s;  // time_s, SPS and run.max_wall_seconds count the whole run
   last_log_ = now_seconds();
+  // metrics.jsonl was cut back to the checkpoint (app/train.cpp), but the earlier event files still
+  // hold the rows written after it. A SessionLog START makes TensorBoard drop the points of earlier
+  // files at steps >= its step: one past the checkpoint's env steps keeps the rows metrics.jsonl
+  // kept (steps <= the checkpoint's; a final checkpoint's come after every row of its run).
+  tensorboard([&](auto& tb) { tb.write_session_start(checkpoint_env_steps + 1); });
 }
 
 void RunController::on_trained(const Batch& b) {
@@ -176,9 +182,14 @@ nlohmann::json RunController::snapshot() const {
   j["sps"] = wall > 0 ? double(status_.env_steps) / wall : 0.0;
   j["learner_updates"] = counts_.updates;
   const double samples = double(counts_.trained) * double(cfg_.actor.rollout_len);
-  j["learner_samples"] = samples;
-  j["learner_samples_per_s"] = wall > 0 ? samples / wall : 0.0;
-  j["learners"] = comms_.layout.learners;  // the two above are learner 0's own, one of this many
+  j["learner_samples"] = samples;  // learner 0's own, as are the two rates below
+  const double rate = wall > 0 ? samples / wall : 0.0;
+  j["learner_samples_per_s"] = rate;  // the older, unlabelled name of learner0_samples_per_s
+  j["learner0_samples_per_s"] = rate;
+  j["learners"] = comms_.layout.learners;
+  // Every learner trains on batches of its own: together about this many. summary.json's final
+  // write has the learners' real total instead (learners_samples_per_s, from set_totals).
+  j["learners_samples_per_s_est"] = rate * double(comms_.layout.learners);
   j["episodes"] = episodes_;
   j["mean_return"] = num_or_null(returns_.mean());
   j["mean_length"] = num_or_null(lengths_.mean());
@@ -236,7 +247,8 @@ void RunController::log(bool final) {
     std::string line;
     for (const auto& f : fields) line += (line.empty() ? "" : " | ") + f;
     const std::time_t t = std::time(nullptr);
-    fmt::print("[{:%H:%M:%S}] {}\n", fmt::localtime(t), line);
+    // On a live terminal the final line first clears the bar, as every log line does (core/logging.cpp).
+    fmt::print("{}[{:%H:%M:%S}] {}\n", live_status() ? "\r\x1b[K" : "", fmt::localtime(t), line);
   }
   std::fflush(stdout);
 }
@@ -262,6 +274,10 @@ nlohmann::json RunController::summary(const std::string& reason, double wall, co
   s["replay"] = to_json(status_);
   s["replay_final"] = final;  // false: written before the replay's goodbye (its counters may still move)
   const auto& c = final ? totals_ : counts_;
+  if (final) {  // the learners' real total replaces the estimate
+    s.erase("learners_samples_per_s_est");
+    s["learners_samples_per_s"] = wall > 0 ? double(c.trained) * double(cfg_.actor.rollout_len) / wall : 0.0;
+  }
   s["learner_counts"] = {{"received", c.received},           {"trained", c.trained},
                          {"too_old", c.too_old},             {"lag_unknown", c.lag_unknown},
                          {"restored_sampled", c.restored_sampled}, {"updates", c.updates},

@@ -123,4 +123,10 @@ void TensorBoardWriter::write_histogram(const std::string& tag, const std::vecto
   write_event(e.SerializeAsString());
 }
 
+void TensorBoardWriter::write_session_start(int64_t step) {
+  auto e = event_at(step);
+  e.mutable_session_log()->set_status(tb::SessionLog::START);
+  write_event(e.SerializeAsString());
+}
+
 }  // namespace mpirl::tracking

@@ -33,6 +33,10 @@ class TensorBoardWriter {
   // A histogram of `values` in `buckets` equal-width buckets from their min to their max (one
   // bucket when all are equal); non-finite values are left out, and nothing is written for none.
   void write_histogram(const std::string& tag, const std::vector<double>& values, int64_t step, int buckets = 30);
+  // A SessionLog START event at `step`: TensorBoard's readers (purge_orphaned_data, on by default)
+  // then drop what earlier files of the directory hold at steps >= `step`. A resumed run writes
+  // one, so that the points its predecessor logged after the checkpoint disappear.
+  void write_session_start(int64_t step);
 
  private:
   void write_event(const std::string& serialized_event);

@@ -128,6 +128,17 @@ def case_two_learners_identical(args):
           f"learners end with identical parameters (max abs diff {s['learner_param_max_abs_diff']})")
     check("learner 0 (of 2)" in p.stdout and "samples/s" in p.stdout,
           "the status line says its samples/s are learner 0's, of 2 learners")
+    # Labelled rates: learner 0's own (the unlabelled learner_samples_per_s kept beside it), an
+    # estimate for all learners in each row, and the learners' real total in the final summary.
+    rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+    check(all(r["learner0_samples_per_s"] == r["learner_samples_per_s"] and r["learners"] == 2
+              and r["learners_samples_per_s_est"] == 2 * r["learner0_samples_per_s"] for r in rows),
+          f"every metrics row has learner0_samples_per_s, learners = 2 and learners_samples_per_s_est ({len(rows)} rows)")
+    total = s["learner_counts"]["trained"] * config_of(d)["actor"]["rollout_len"] / s["wall_time_s"]
+    check(s["learner0_samples_per_s"] == s["learner_samples_per_s"] and "learners_samples_per_s_est" not in s
+          and abs(s["learners_samples_per_s"] - total) <= 1e-6 * total and s["learners_samples_per_s"] > 0,
+          f"summary.json: learner 0's {s['learner0_samples_per_s']:.0f} samples/s, the learners' total "
+          f"{s['learners_samples_per_s']:.0f} = their {s['learner_counts']['trained']} sequences trained on / wall time")
 
 
 def case_gaussian_appo(args):
@@ -271,6 +282,9 @@ def case_abort_on_rank_error(args):
         check(code != 0, f"rank {rank}: job exit code {code} != 0")
         check(f"fatal error on rank {rank}" in out and "injected fault" in out,
               f"rank {rank}: the error names the rank and the reason")
+        fatal = [l for l in out.splitlines() if "mpirl: fatal error on" in l]
+        check(len(fatal) == 1 and f"fatal error on rank {rank}" in fatal[0] and "injected fault" in fatal[0],
+              f"rank {rank}: one fatal error, the fault's own; the other ranks add none ({fatal})")
         dt = seconds_after(lines, "injected fault")
         check(dt is not None and dt < 10, f"rank {rank}: job gone {dt:.1f} s after the fault was logged (< 10 s)")
         left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
@@ -317,8 +331,9 @@ def run_on_pty(cmd, env, columns, until=None, keys=b""):
 
 def case_output_lines_and_bar(args):
     # What a person sees. Piped (a Slurm .out, `| tee`): timestamped lines, no terminal codes,
-    # although Open MPI gives every rank a pseudo-terminal. On an 80-column terminal: a bar
-    # redrawn in place that fits, and every log line clears it first instead of being glued to it.
+    # although Open MPI gives every rank a pseudo-terminal. On a 120-column terminal (not 80, the
+    # width assumed when none can be read): a bar redrawn in place that fits and uses the room, and
+    # every log line and the final status line clear it first instead of being glued to it.
     p, _, d = run(args, 4, ["run.total_env_steps=400000", "run.log_interval_s=0.1"], 120)
     check(p.returncode == 0, f"piped run exit code {p.returncode}")
     text = p.stdout + p.stderr
@@ -329,14 +344,22 @@ def case_output_lines_and_bar(args):
     cmd = command(args, 4, ["run.total_env_steps=2000000", "run.log_interval_s=0.1"], out_dir)
     env = {k: v for k, v in ENV.items() if k != "CI"}
     env["TERM"] = "xterm"
-    code, seen = run_on_pty(cmd, env, 80)
+    code, seen = run_on_pty(cmd, env, 120)
     check(code == 0, f"terminal run exit code {code}")
     bars = [b for b in re.findall(r"\r([^\r\n\x1b]*)\x1b\[K", seen) if "steps" in b]
     check(len(bars) >= 2, f"terminal: {len(bars)} bar redraws")
-    check(max(len(b) for b in bars) <= 79, f"terminal: every bar fits 80 columns (widest {max(len(b) for b in bars)})")
+    widest = max(len(b) for b in bars)
+    # A full status line is wider than 120 columns, so the bar takes more than 80 of them only if
+    # the width was read from the terminal.
+    check(80 < widest <= 119, f"terminal: every bar fits 120 columns and uses more than 80 (widest {widest})")
+    # Cleared: "\r\x1b[K" right before the line (a bar itself ends in "\x1b[K", so a line glued to it
+    # would end its 4 preceding characters with "\x1b[K" too, without the "\r").
     logs = re.findall(r"(.{0,4})\[\d\d:\d\d:\d\d\.\d{3}\] \[rank", seen, re.S)
-    glued = [x for x in logs if not x.endswith("\x1b[K")]
+    glued = [x for x in logs if not x.endswith("\r\x1b[K")]
     check(logs and not glued, f"terminal: all {len(logs)} log lines clear the bar first ({len(glued)} glued)")
+    finals = re.findall(r"(.{0,4})\[\d\d:\d\d:\d\d\] \[ *\d+\.\ds\] steps", seen, re.S)
+    check(len(finals) == 1 and finals[0].endswith("\r\x1b[K"),
+          f"terminal: the final status line clears the bar first ({finals})")
 
 
 def case_ctrl_c_interrupts(args):
@@ -569,6 +592,32 @@ def check_resumed(d, ckpt, st, rs):
           f"episodes: learner {lr['episodes']} + replay pending {rr['pending_episode_stats']} = replay {rr['episodes']}")
 
 
+def tensorboard_after_resume(d, ckpt_steps):
+    """TensorBoard across a resume from a periodic checkpoint at CKPT_STEPS env steps: the resumed
+    run's event file holds a SessionLog START one step past the checkpoint, so TensorBoard's reader
+    drops what the earlier run logged after it (those rows moved out of metrics.jsonl) and shows
+    the rows metrics.jsonl holds."""
+    from tensorboard.backend.event_processing import event_accumulator, event_file_loader
+    from tensorboard.compat.proto import event_pb2
+    files = sorted(glob.glob(os.path.join(d, "events.out.tfevents.*")))
+    check(len(files) == 2, f"an event file per segment ({[os.path.basename(f) for f in files]})")
+    starts = [e for e in event_file_loader.LegacyEventFileLoader(files[-1]).Load() if e.HasField("session_log")]
+    check(len(starts) == 1 and starts[0].session_log.status == event_pb2.SessionLog.START
+          and starts[0].step == ckpt_steps + 1,
+          f"the resumed run's file marks the resume: SessionLog START at step {[e.step for e in starts]} "
+          f"(checkpoint at {ckpt_steps} env steps)")
+    stale = [json.loads(l)["env_steps"] for f in glob.glob(os.path.join(d, "metrics.after-checkpoint-*.jsonl"))
+             for l in open(f)]
+    check(any(x > ckpt_steps for x in stale), f"the earlier run logged {len(stale)} rows after the checkpoint")
+    acc = event_accumulator.EventAccumulator(d, size_guidance={"scalars": 0})
+    acc.Reload()
+    # Rows at exactly the checkpoint's env steps may be on either side of it: left out of the comparison.
+    tb = [e.step for e in acc.Scalars("train/env_steps") if e.step != ckpt_steps]
+    want = [r["env_steps"] for r in map(json.loads, open(os.path.join(d, "metrics.jsonl"))) if r["env_steps"] != ckpt_steps]
+    check(tb == want, f"TensorBoard's train/env_steps = metrics.jsonl's rows after the resume ({len(tb)} points)"
+          + ("" if tb == want else f": {tb} vs {want}"))
+
+
 def case_checkpoint_resume(args):
     # Two learners, periodic checkpoints; SIGUSR1 to mpirun (as slurm/train.sbatch forwards it):
     # every rank stops at an update boundary after a final checkpoint, exit 75. Resumed, the run
@@ -709,6 +758,7 @@ def case_resume_refusals(args):
     check("ckpt-999999999999" in p3.stderr and "no COMPLETE marker" in p3.stderr, "the partial checkpoint was named and skipped")
     check(os.path.basename(newest) in p3.stderr and "CRC-32" in p3.stderr, "the corrupt checkpoint was named and skipped")
     check_resumed(d, previous, st, rs)
+    tensorboard_after_resume(d, st["env_steps"])
 
     # Resuming the finished run without a new budget: a no-op (exit 0) that says how to extend it,
     # and nothing in the run changes (the replay is not re-linked, no checkpoint is written).
@@ -735,6 +785,7 @@ def bad(args, sets, key, n=4):
     check(p.stderr.count("config error") == 1, "one line, printed once (by rank 0)")
     check(dt < 30, f"all ranks gone in {dt:.1f} s < 30 s")
     check(not os.path.exists(d), "no run directory created")
+    return p
 
 
 def case_bad_unknown_key(args):

@@ -144,6 +144,31 @@ TEST(TensorBoard, WriterEventsReadBack) {
   fs::remove_all(dir);
 }
 
+TEST(TensorBoard, SessionStartEvent) {
+  // What a resumed run writes: a SessionLog START at the step from which TensorBoard's readers
+  // drop the points of earlier files (purge_orphaned_data).
+  const std::string dir = temp_dir("start");
+  std::string path;
+  {
+    TensorBoardWriter w(dir);
+    path = w.path();
+    w.write_session_start(12345);
+  }
+  const auto ev = read_events(path);
+  ASSERT_EQ(ev.size(), 2u);  // file_version, START
+  ASSERT_TRUE(ev[1].has_session_log());
+  EXPECT_FALSE(ev[1].has_summary());
+  EXPECT_EQ(ev[1].session_log().status(), mpirl::tb::SessionLog::START);
+  EXPECT_EQ(ev[1].step(), 12345);
+  EXPECT_GT(ev[1].wall_time(), 1.6e9);
+  // TensorBoard's field numbers on the wire, independent of our schema: Event.session_log = 7
+  // (length-delimited: tag 0x3a, 2 bytes) holding SessionLog.status = 1 (varint: tag 0x08) = START (1),
+  // after wall_time (1) and step (2) since fields are serialized in number order.
+  const std::string raw = read_records(path)[1];
+  EXPECT_TRUE(raw.ends_with(std::string("\x3a\x02\x08\x01", 4)));
+  fs::remove_all(dir);
+}
+
 TEST(TensorBoard, EachWriterHasItsOwnFile) {
   const std::string dir = temp_dir("two");
   TensorBoardWriter a(dir), b(dir);
