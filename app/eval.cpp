@@ -25,6 +25,7 @@
 #include "envs/vector_env.h"
 #include "models/acting.h"
 #include "models/policy.h"
+#include "models/policy_file.h"
 
 namespace mpirl {
 
@@ -89,11 +90,7 @@ int eval_main(const EvalOptions& o) {
     auto venv = envs::make_vector_env(one, E, seed);
     const auto& spec = venv->spec();
     models::Policy policy(spec, models::model_options(cfg));
-    try {
-      torch::load(policy, model_path.string());
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("cannot load '{}': {}", model_path.string(), e.what()));
-    }
+    models::load_policy_file(policy, model_path.string());
     policy->eval();
     torch::NoGradGuard g;
     models::Acting acting(policy, E, seed);  // the actor's step: sampled, or the mode when greedy

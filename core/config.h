@@ -46,6 +46,14 @@ struct Config {
     double max_grad_norm = 0, gamma = 0, rho_bar = 1, c_bar = 1, lambda = 1;
     double value_coef = 0, entropy_coef = 0, appo_clip = 0;
     int appo_epochs = 1, appo_minibatches = 1;
+    // Schedules over the step budget (learner/schedule.h): "constant", "linear" or "cosine".
+    std::string lr_schedule = "constant", entropy_schedule = "constant";
+    double lr_final = 0, entropy_coef_final = 0;
+    // Normalisation (learner/normalizers.h).
+    bool normalize_advantages = false;
+    std::string value_norm = "popart";  // "none" | "popart"
+    double value_norm_decay = 3e-4;
+    double reward_scale = 1, reward_clip = 0;
     int64_t max_policy_lag = 0;
     double collective_timeout_s = 300;
     bool self_check = true;  // check the scan, the step and the reducer before training; fall back on a mismatch
@@ -56,6 +64,8 @@ struct Config {
     std::vector<int64_t> hidden;
     std::string activation, core;
     int64_t core_size = 128, core_state = 64;
+    bool obs_norm = false;       // running mean/std normalisation of float observations
+    double obs_norm_clip = 10;   // normalised observations are clipped to [-clip, clip]
   } model;
   struct Kernels {
     std::string scan_backend = "auto";  // "auto" | "native" | "aten" (kernels/scan.h)

@@ -95,6 +95,17 @@ const Schema& schema() {
     m["learner.appo_clip"] = float_field(1e-6, 10, [](Config& c, double v) { c.learner.appo_clip = v; });
     m["learner.appo_epochs"] = int_field(1, 1000, [](Config& c, int64_t v) { c.learner.appo_epochs = int(v); });
     m["learner.appo_minibatches"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.learner.appo_minibatches = int(v); });
+    m["learner.lr_schedule"] = string_field({"constant", "linear", "cosine"},
+                                            [](Config& c, std::string v) { c.learner.lr_schedule = v; });
+    m["learner.lr_final"] = float_field(0, 10, [](Config& c, double v) { c.learner.lr_final = v; });
+    m["learner.entropy_schedule"] = string_field({"constant", "linear", "cosine"},
+                                                 [](Config& c, std::string v) { c.learner.entropy_schedule = v; });
+    m["learner.entropy_coef_final"] = float_field(0, inf, [](Config& c, double v) { c.learner.entropy_coef_final = v; });
+    m["learner.normalize_advantages"] = bool_field([](Config& c, bool v) { c.learner.normalize_advantages = v; });
+    m["learner.value_norm"] = string_field({"none", "popart"}, [](Config& c, std::string v) { c.learner.value_norm = v; });
+    m["learner.value_norm_decay"] = float_field(1e-6, 1, [](Config& c, double v) { c.learner.value_norm_decay = v; });
+    m["learner.reward_scale"] = float_field(1e-9, 1e9, [](Config& c, double v) { c.learner.reward_scale = v; });
+    m["learner.reward_clip"] = float_field(0, inf, [](Config& c, double v) { c.learner.reward_clip = v; });
     m["learner.max_policy_lag"] = int_field(0, 9.0e15, [](Config& c, int64_t v) { c.learner.max_policy_lag = v; });
     m["model.hidden"] = Field{Kind::IntList, 1, 1 << 16, {}, false, [](Config& c, const toml::node& n) {
                                 c.model.hidden.clear();
@@ -107,6 +118,8 @@ const Schema& schema() {
                                    [](Config& c, std::string v) { c.model.core = v; });
     m["model.core_size"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.model.core_size = v; });
     m["model.core_state"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.model.core_state = v; });
+    m["model.obs_norm"] = bool_field([](Config& c, bool v) { c.model.obs_norm = v; });
+    m["model.obs_norm_clip"] = float_field(1e-3, 1e9, [](Config& c, double v) { c.model.obs_norm_clip = v; });
     m["eval.interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.eval.interval_s = v; });
     m["eval.episodes"] = int_field(1, 100000, [](Config& c, int64_t v) { c.eval.episodes = int(v); });
     m["eval.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.eval.threads = int(v); });

@@ -21,6 +21,7 @@
 #include "learner/publisher.h"
 #include "learner/run_controller.h"
 #include "learner/self_check.h"
+#include "learner/schedule.h"
 #include "learner/trainer.h"
 
 namespace mpirl::learner {
@@ -35,12 +36,24 @@ namespace {
 struct Agreed {
   int stop = 0;  // 0 go on, 1 stop, 2 preempted, 3 interrupted
   bool update = false, checkpoint = false;
+  int64_t env_steps = 0;  // the most any learner has heard of: where the schedules stand
 };
-Agreed agree(const Comms& comms, const std::string& reason, bool kept_any, bool checkpoint) {
+Agreed agree(const Comms& comms, const std::string& reason, bool kept_any, bool checkpoint, int64_t env_steps) {
   const int stop = reason.empty() ? 0 : reason == "interrupted" ? 3 : reason == "preempted" ? 2 : 1;
-  int v[3] = {stop, kept_any ? 1 : 0, checkpoint ? 1 : 0};
-  if (comms.layout.learners > 1) MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, comms.learners));
-  return {v[0], v[1] != 0, v[2] != 0};
+  int64_t v[4] = {stop, kept_any ? 1 : 0, checkpoint ? 1 : 0, env_steps};
+  if (comms.layout.learners > 1) MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, comms.learners));
+  return {int(v[0]), v[1] != 0, v[2] != 0, v[3]};
+}
+
+// The normalisers' batch moments averaged over the learners (host MPI_Allreduce; none with one).
+AverageFn learner_average(const Comms& comms) {
+  if (comms.layout.learners <= 1) return {};
+  return [&comms](torch::Tensor& t) {
+    auto host = t.to(torch::kCPU, torch::kFloat64).contiguous().clone();
+    MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, host.data_ptr<double>(), int(host.numel()), MPI_DOUBLE, MPI_SUM,
+                            comms.learners));
+    t.copy_(host.div_(double(comms.layout.learners)));
+  };
 }
 
 // Largest parameter difference between learner 0 and the others (0 when they stayed identical).
@@ -80,7 +93,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   std::string reducer_why;
   auto reducer = make_gradient_reducer(comms.learners, comms.layout.learners, where, &reducer_why);
   std::vector<CheckResult> checks = start_checks(cfg, comms, device, reducer, &reducer_why);
-  Trainer trainer(cfg, spec, device, *reducer, agreed_step_mode(cfg, comms, device));
+  Trainer trainer(cfg, spec, device, *reducer, agreed_step_mode(cfg, comms, device), learner_average(comms),
+                  comms.layout.learners);
   models::Policy& policy = trainer.policy();
   MPIRL_CHECK(policy->state_size() == layout.state_size(), "core state size {} != layout's {}", policy->state_size(),
               layout.state_size());
@@ -199,7 +213,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     leave_if_launcher_ends_job();  // never into the collective below: a peer may be gone
     reason = run.stop_reason();
     if (!b && reason.empty()) reason = "max_wall_seconds";
-    const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due(version));
+    const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due(version), run.status().env_steps);
     if (a.stop == 2) reason = "preempted";
     if (a.stop == 3) reason = "interrupted";
     if (a.stop) run.note_stop_decision(reason.empty() ? "max_wall_seconds" : reason, version);
@@ -207,6 +221,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     if (a.checkpoint) checkpoints.begin(version, false);  // before this batch: the state after `version` updates
     run.on_trained(*b);  // counted only for batches that are trained on (or all masked out)
     if (!a.update) continue;  // every sequence of every learner too old: no step on zero gradients
+    trainer.set_progress(progress_of(a.env_steps, cfg.run.total_env_steps));
     auto r = trainer.update(b->train, b->boot);
     source.send_priorities(*b, r.priorities);
     run.on_update(r);

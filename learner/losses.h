@@ -28,6 +28,10 @@ struct TrainBatch {
 struct LossOptions {
   double gamma = 0.99, value_coef = 0.5, entropy_coef = 0.01, appo_clip = 0.2;
   kernels::VTraceOptions vtrace;
+  double reward_scale = 1, reward_clip = 0;  // rewards * scale, clipped to +-clip (0 = no clip)
+  bool normalize_advantages = false;         // zero mean, unit std over the kept steps of the (mini)batch
+  torch::Tensor entropy_coef_t;  // scalar on the device (a scheduled coefficient); undefined = entropy_coef
+  torch::Tensor value_scale;     // [1] PopArt's sigma: the value loss in normalised units; undefined = 1
 };
 
 struct LossTerms {
@@ -35,7 +39,12 @@ struct LossTerms {
   torch::Tensor clip_fraction;                  // APPO only: share of clipped ratios
   torch::Tensor mean_rho;                       // mean exp(log rho)
   torch::Tensor priorities;                     // [B] new replay priorities: mean |vs - V| per sequence
+  torch::Tensor target_mean, target_sq_mean;    // mean and mean square of the value targets vs (kept steps)
 };
+
+// (x - mean) / (std + 1e-8) over the kept sequences' steps of x [T, B] (all steps without keep);
+// the mean and std are population statistics, computed without gradient.
+torch::Tensor normalize_over_kept(const torch::Tensor& x, const torch::Tensor& keep);
 
 // Value-head targets, advantages and log-rhos for the batch given the policy's outputs.
 struct Targets {

@@ -6,6 +6,20 @@
 
 namespace mpirl::learner {
 
+DeviceOptimizer::DeviceOptimizer(std::vector<torch::Tensor> params, double lr, bool lr_tensor)
+    : params_(std::move(params)), lr_(lr) {
+  if (lr_tensor && !params_.empty())
+    lr_t_ = torch::full({}, lr, params_[0].options().dtype(torch::kFloat32).requires_grad(false));
+}
+
+void DeviceOptimizer::set_lr(double lr) {
+  lr_ = lr;
+  if (lr_t_.defined()) {
+    torch::NoGradGuard g;
+    lr_t_.fill_(lr);
+  }
+}
+
 void DeviceOptimizer::zero_grad(bool set_to_none) {
   for (auto& p : params_) {
     if (!p.grad().defined()) continue;
@@ -42,7 +56,8 @@ namespace {
 
 class Adam final : public DeviceOptimizer {
  public:
-  Adam(std::vector<torch::Tensor> params, const AdamHyper& h) : DeviceOptimizer(std::move(params)), h_(h) {
+  Adam(std::vector<torch::Tensor> params, const AdamHyper& h, bool lr_tensor)
+      : DeviceOptimizer(std::move(params), h.lr, lr_tensor), h_(h) {
     // Per parameter: step (float32 scalar on its device), exp_avg, exp_avg_sq.
     for (auto& p : params_) {
       state_.push_back(torch::zeros({}, p.options().dtype(torch::kFloat32)));
@@ -64,8 +79,12 @@ class Adam final : public DeviceOptimizer {
     }
     if (p.empty()) return;
     at::_foreach_add_(steps, 1);  // the fused kernel reads the incremented count (as torch.optim.Adam)
-    at::_fused_adam_(p, gr, m, v, {}, steps, h_.lr, h_.beta1, h_.beta2, /*weight_decay=*/0.0, h_.eps,
-                     /*amsgrad=*/false, /*maximize=*/false);
+    if (lr_t_.defined())
+      at::_fused_adam_(p, gr, m, v, {}, steps, lr_t_, h_.beta1, h_.beta2, /*weight_decay=*/0.0, h_.eps,
+                       /*amsgrad=*/false, /*maximize=*/false);
+    else
+      at::_fused_adam_(p, gr, m, v, {}, steps, lr_, h_.beta1, h_.beta2, /*weight_decay=*/0.0, h_.eps,
+                       /*amsgrad=*/false, /*maximize=*/false);
   }
 
  private:
@@ -74,7 +93,8 @@ class Adam final : public DeviceOptimizer {
 
 class Rmsprop final : public DeviceOptimizer {
  public:
-  Rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h) : DeviceOptimizer(std::move(params)), h_(h) {
+  Rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h, bool lr_tensor)
+      : DeviceOptimizer(std::move(params), h.lr, lr_tensor), h_(h) {
     // Per parameter: square_avg, then (momentum > 0) the momentum buffer.
     for (auto& p : params_) {
       state_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
@@ -101,9 +121,18 @@ class Rmsprop final : public DeviceOptimizer {
     if (per == 2) {
       at::_foreach_mul_(buf, h_.momentum);
       at::_foreach_addcdiv_(buf, gr, avg);
-      at::_foreach_add_(p, buf, -h_.lr);
+      if (lr_t_.defined()) {
+        auto d = at::_foreach_mul(buf, lr_t_);
+        at::_foreach_sub_(p, d);
+      } else {
+        at::_foreach_add_(p, buf, -lr_);
+      }
+    } else if (lr_t_.defined()) {
+      auto d = at::_foreach_div(gr, avg);
+      at::_foreach_mul_(d, lr_t_);
+      at::_foreach_sub_(p, d);
     } else {
-      at::_foreach_addcdiv_(p, gr, avg, -h_.lr);
+      at::_foreach_addcdiv_(p, gr, avg, -lr_);
     }
   }
 
@@ -113,19 +142,22 @@ class Rmsprop final : public DeviceOptimizer {
 
 }  // namespace
 
-std::unique_ptr<DeviceOptimizer> make_adam(std::vector<torch::Tensor> params, const AdamHyper& h) {
-  return std::make_unique<Adam>(std::move(params), h);
+std::unique_ptr<DeviceOptimizer> make_adam(std::vector<torch::Tensor> params, const AdamHyper& h, bool lr_tensor) {
+  return std::make_unique<Adam>(std::move(params), h, lr_tensor);
 }
 
-std::unique_ptr<DeviceOptimizer> make_rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h) {
-  return std::make_unique<Rmsprop>(std::move(params), h);
+std::unique_ptr<DeviceOptimizer> make_rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h,
+                                              bool lr_tensor) {
+  return std::make_unique<Rmsprop>(std::move(params), h, lr_tensor);
 }
 
 std::unique_ptr<DeviceOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> params) {
   const auto& l = cfg.learner;
-  if (l.optimizer == "adam") return make_adam(std::move(params), {l.lr, l.adam_beta1, l.adam_beta2, l.eps});
+  const bool scheduled = l.lr_schedule != "constant";
+  if (l.optimizer == "adam")
+    return make_adam(std::move(params), {l.lr, l.adam_beta1, l.adam_beta2, l.eps}, scheduled);
   if (l.optimizer == "rmsprop")
-    return make_rmsprop(std::move(params), {l.lr, l.rmsprop_alpha, l.eps, l.rmsprop_momentum});
+    return make_rmsprop(std::move(params), {l.lr, l.rmsprop_alpha, l.eps, l.rmsprop_momentum}, scheduled);
   throw Error(fmt::format("learner.optimizer = \"{}\": expected \"adam\" or \"rmsprop\"", l.optimizer));
 }
 

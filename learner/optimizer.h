@@ -31,15 +31,22 @@ class DeviceOptimizer {
   const std::vector<torch::Tensor>& state() const { return state_; }
   std::vector<torch::Tensor>& params() { return params_; }
   virtual std::string name() const = 0;
+  // A scheduled learning rate (learner/schedule.h): with lr_tensor (make_adam/make_rmsprop) the rate
+  // is a scalar tensor on the parameters' device that set_lr writes in place, so a captured CUDA
+  // graph reads the current rate at each replay; without it set_lr changes the host value.
+  void set_lr(double lr);
+  double lr() const { return lr_; }
 
   // The state tensors by position; load() checks their count and shapes and names what differs.
   void save(torch::serialize::OutputArchive& ar) const;
   void load(torch::serialize::InputArchive& ar);
 
  protected:
-  explicit DeviceOptimizer(std::vector<torch::Tensor> params) : params_(std::move(params)) {}
+  DeviceOptimizer(std::vector<torch::Tensor> params, double lr, bool lr_tensor);
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> state_;
+  double lr_;
+  torch::Tensor lr_t_;  // [] float32 on the parameters' device (lr_tensor), else undefined
 };
 
 struct AdamHyper {
@@ -48,9 +55,12 @@ struct AdamHyper {
 struct RmspropHyper {
   double lr = 1e-2, alpha = 0.99, eps = 1e-8, momentum = 0;
 };
-std::unique_ptr<DeviceOptimizer> make_adam(std::vector<torch::Tensor> params, const AdamHyper& h);
-std::unique_ptr<DeviceOptimizer> make_rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h);
-// learner.optimizer with its learner.* hyper-parameters.
+std::unique_ptr<DeviceOptimizer> make_adam(std::vector<torch::Tensor> params, const AdamHyper& h,
+                                           bool lr_tensor = false);
+std::unique_ptr<DeviceOptimizer> make_rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h,
+                                              bool lr_tensor = false);
+// learner.optimizer with its learner.* hyper-parameters (a tensor learning rate when
+// learner.lr_schedule is not "constant").
 std::unique_ptr<DeviceOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> params);
 
 }  // namespace mpirl::learner

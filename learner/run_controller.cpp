@@ -167,6 +167,7 @@ void RunController::note_stop_decision(const std::string& reason, int64_t versio
                {"window_episodes", returns_.q.size()},
                {"episodes", episodes_},
                {"env_steps", status_.env_steps},
+               {"time_s", elapsed()},
                {"update", version}};
   if (reason == "stop_mean_return")
     spdlog::info("stopping: mean return {:.2f} over the last {} episodes >= run.stop_mean_return = {} ({} env steps)",
@@ -207,6 +208,12 @@ nlohmann::json RunController::snapshot() const {
     j["mean_rho"] = last_.last.mean_rho.item<double>();
     j["clip_fraction"] = last_.last.clip_fraction.item<double>();
     j["grad_norm"] = last_.grad_norm.item<double>();
+    j["lr"] = last_.lr;
+    j["entropy_coef"] = last_.entropy_coef;
+    if (last_.value_sigma.defined()) {  // PopArt's statistics of the value targets
+      j["value_mu"] = last_.value_mu.item<double>();
+      j["value_sigma"] = last_.value_sigma.item<double>();
+    }
   }
   return j;
 }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "learner/schedule.h"
+#include "models/policy_file.h"
 
 namespace mpirl::learner {
 
@@ -29,11 +31,23 @@ StepMode resolve(StepMode m, const Config& cfg, torch::Device device) {
 }
 }  // namespace
 
+namespace {
+models::Policy make_policy(const Config& cfg, const envs::EnvSpec& spec, torch::Device device) {
+  models::Policy p(spec, models::model_options(cfg));
+  p->to(device);
+  return p;
+}
+}  // namespace
+
 Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device device, GradientReducer& reducer,
-                 StepMode mode)
-    : cfg_(cfg), spec_(spec), device_(device), reducer_(reducer), mode_(resolve(mode, cfg, device)) {
-  policy_ = models::Policy(spec_, models::model_options(cfg));
-  policy_->to(device_);
+                 StepMode mode, AverageFn average, int learners)
+    : cfg_(cfg),
+      spec_(spec),
+      device_(device),
+      reducer_(reducer),
+      policy_(make_policy(cfg, spec, device)),
+      mode_(resolve(mode, cfg, device)),
+      obs_norm_(policy_, average, learners) {
   params_ = policy_->parameters();
   optim_ = make_optimizer(cfg, params_);
   lo_.gamma = cfg.learner.gamma;
@@ -43,6 +57,25 @@ Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device dev
   lo_.vtrace.rho_bar = cfg.learner.rho_bar;
   lo_.vtrace.c_bar = cfg.learner.c_bar;
   lo_.vtrace.lambda = cfg.learner.lambda;
+  lo_.reward_scale = cfg.learner.reward_scale;
+  lo_.reward_clip = cfg.learner.reward_clip;
+  lo_.normalize_advantages = cfg.learner.normalize_advantages;
+  if (cfg.learner.entropy_schedule != "constant")
+    lo_.entropy_coef_t = torch::full({}, cfg.learner.entropy_coef, torch::TensorOptions().device(device_));
+  if (cfg.learner.value_norm == "popart") {
+    popart_ = std::make_unique<PopArt>(policy_, cfg.learner.value_norm_decay, average);
+    lo_.value_scale = policy_->value_scale();  // the buffer itself: PopArt updates it in place
+  }
+}
+
+void Trainer::set_progress(double f) {
+  const auto& l = cfg_.learner;
+  if (l.lr_schedule != "constant") optim_->set_lr(scheduled(l.lr_schedule, l.lr, l.lr_final, f));
+  if (lo_.entropy_coef_t.defined()) {
+    torch::NoGradGuard g;
+    lo_.entropy_coef = scheduled(l.entropy_schedule, l.entropy_coef, l.entropy_coef_final, f);
+    lo_.entropy_coef_t.fill_(lo_.entropy_coef);
+  }
 }
 
 void Trainer::bootstrap(TrainBatch& batch, const BootInputs& boot) {
@@ -108,12 +141,23 @@ namespace {
 // Copies of the loss terms (the static step's outputs are overwritten by its next run).
 LossTerms own(const LossTerms& l) {
   auto c = [](const torch::Tensor& t) { return t.defined() ? t.detach().clone() : t; };
-  return {c(l.total), c(l.policy), c(l.value), c(l.entropy), c(l.clip_fraction), c(l.mean_rho), c(l.priorities)};
+  return {c(l.total),         c(l.policy),     c(l.value),       c(l.entropy),       c(l.clip_fraction),
+          c(l.mean_rho),      c(l.priorities), c(l.target_mean), c(l.target_sq_mean)};
 }
 }  // namespace
 
+void Trainer::after_update(UpdateResult& r) {
+  r.lr = optim_->lr();
+  r.entropy_coef = lo_.entropy_coef;
+  if (!popart_) return;
+  popart_->update(r.last.target_mean, r.last.target_sq_mean);
+  r.value_mu = popart_->mu();
+  r.value_sigma = popart_->sigma();
+}
+
 UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
   policy_->train();
+  if (obs_norm_.enabled()) obs_norm_.update(batch.obs.slice(0, 0, batch.rewards.size(0)));
   bootstrap(batch, boot);
   UpdateResult r;
   const bool copies = mode_ != StepMode::Eager;
@@ -123,6 +167,7 @@ UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
     r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
     r.priorities = r.last.priorities;
     r.steps = 1;
+    after_update(r);
     return r;
   }
   std::vector<torch::Tensor> prios;
@@ -138,6 +183,7 @@ UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
   r.last = copies ? own(o.loss) : o.loss;
   r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
   r.priorities = torch::cat(prios);
+  after_update(r);
   return r;
 }
 
@@ -147,6 +193,13 @@ void Trainer::save(torch::serialize::OutputArchive& ar) {
   optim_->save(optim);
   ar.write("model", model);
   ar.write("optimizer", optim);
+  torch::serialize::OutputArchive obs, popart;
+  obs_norm_.save(obs);
+  ar.write("obs_norm", obs);
+  if (popart_) {
+    popart_->save(popart);
+    ar.write("popart", popart);
+  }
   at::Generator cpu = at::detail::getDefaultCPUGenerator();
   {
     std::lock_guard<std::mutex> lock(cpu.mutex());
@@ -163,9 +216,17 @@ void Trainer::load(torch::serialize::InputArchive& ar) {
   torch::serialize::InputArchive model, optim;
   ar.read("model", model);
   ar.read("optimizer", optim);
-  policy_->load(model);
+  models::load_policy_archive(policy_, model, "learner.pt's model");
   policy_->to(device_);
   optim_->load(optim);
+  torch::serialize::InputArchive obs, popart;
+  if (ar.try_read("obs_norm", obs)) obs_norm_.load(obs);
+  else if (obs_norm_.enabled()) throw Error("learner.pt has no observation statistics (saved without model.obs_norm)");
+  if (popart_) {
+    if (!ar.try_read("popart", popart))
+      throw Error("learner.pt has no PopArt statistics (saved without learner.value_norm = \"popart\")");
+    popart_->load(popart);
+  }
   static_.reset();  // captured against the tensors before the load: captured again at the next update
   torch::Tensor rng;
   ar.read("rng_cpu", rng);

@@ -12,6 +12,7 @@
 #include "learner/gradient_reducer.h"
 #include "learner/graph_step.h"
 #include "learner/losses.h"
+#include "learner/normalizers.h"
 #include "learner/optimizer.h"
 #include "models/policy.h"
 
@@ -31,6 +32,8 @@ struct UpdateResult {
   torch::Tensor priorities;   // [B] new replay priorities (first epoch for APPO)
   torch::Tensor grad_norm;    // total gradient norm before clipping, last step
   int64_t steps = 0;          // optimizer steps taken
+  double lr = 0, entropy_coef = 0;       // the (scheduled) values this update used
+  torch::Tensor value_mu, value_sigma;   // PopArt's statistics after the update (undefined without)
 };
 
 // How an optimizer step runs. Auto: Graph on CUDA with learner.cuda_graph = true, else Eager.
@@ -39,8 +42,10 @@ enum class StepMode { Auto, Eager, Static, Graph };
 
 class Trainer {
  public:
+  // `average` (several learners): averages the normalisers' batch moments over the learners, in
+  // place, so that every learner keeps the same statistics (learner/normalizers.h); `learners`: how many.
   Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device device, GradientReducer& reducer,
-          StepMode mode = StepMode::Auto);
+          StepMode mode = StepMode::Auto, AverageFn average = {}, int learners = 1);
   models::Policy& policy() { return policy_; }
   torch::Device device() const { return device_; }
   StepMode mode() const { return mode_; }
@@ -54,8 +59,14 @@ class Trainer {
   // Values of the truncation bootstraps with the current parameters, scattered into
   // batch.trunc_value [T, B] (zeros elsewhere).
   void bootstrap(TrainBatch& batch, const BootInputs& boot);
-  // One update on `batch` (IMPALA: one step; APPO: appo_epochs x appo_minibatches steps).
+  // One update on `batch` (IMPALA: one step; APPO: appo_epochs x appo_minibatches steps). With
+  // model.obs_norm the observation statistics take in the batch first; with PopArt its statistics
+  // take in the value targets of the last step after it.
   UpdateResult update(TrainBatch& batch, const BootInputs& boot);
+  // The schedules' position: f = env steps / step budget (learner/schedule.h). Every learner must
+  // call it with the same f (learner.cpp agrees on the env steps).
+  void set_progress(double f);
+  const ObsNormalizer& obs_normalizer() const { return obs_norm_; }
 
   // Parameters, optimizer state (moments and step counts) and the torch RNG states: a checkpoint's
   // learner.pt. load() restores them bit for bit (onto this trainer's device).
@@ -65,6 +76,7 @@ class Trainer {
  private:
   StepFns step_fns();
   StepOut step(const TrainBatch& b);  // one optimizer step, eager or through the static step
+  void after_update(UpdateResult& r);  // PopArt's statistics; the scheduled values into r
 
   const Config& cfg_;
   envs::EnvSpec spec_;
@@ -75,6 +87,8 @@ class Trainer {
   std::unique_ptr<DeviceOptimizer> optim_;
   LossOptions lo_;
   StepMode mode_;
+  ObsNormalizer obs_norm_;
+  std::unique_ptr<PopArt> popart_;  // learner.value_norm = "popart"
   std::unique_ptr<StaticStep> static_;  // built at the first update (Static and Graph)
 };
 

@@ -1,11 +1,12 @@
 #include "models/policy.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace mpirl::models {
 
 PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
-    : spec_(spec), relu_(opts.activation == "relu"), obs_rank_(int64_t(spec.obs_shape.size())) {
+    : spec_(spec), relu_(opts.activation == "relu"), obs_rank_(int64_t(spec.obs_shape.size())), obs_clip_(opts.obs_norm_clip) {
   int64_t in = spec.obs_size();
   const std::string encoder = resolve_encoder(opts.encoder, spec.obs_shape);
   if (encoder != "mlp") {
@@ -30,6 +31,17 @@ PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
   pi_->weight.mul_(0.01);
   pi_->bias.zero_();
   if (!spec.discrete) log_std_ = register_parameter("log_std", torch::full({out}, -0.5));
+  const int64_t norm = opts.obs_norm && !spec.obs_uint8 ? spec.obs_size() : 0;  // pixels are scaled, not normalised
+  obs_shift_ = register_buffer("obs_shift", torch::zeros({norm}));
+  obs_scale_ = register_buffer("obs_scale", torch::ones({norm}));
+  value_shift_ = register_buffer("value_shift", torch::zeros({1}));
+  value_scale_ = register_buffer("value_scale", torch::ones({1}));
+}
+
+torch::Tensor PolicyImpl::normalize_obs(const torch::Tensor& obs) const {
+  if (!normalizes_obs()) return obs;
+  auto flat = obs.reshape({-1, obs_shift_.size(0)});
+  return ((flat - obs_shift_) * obs_scale_).clamp_(-obs_clip_, obs_clip_).view(obs.sizes());
 }
 
 CoreOptions core_options(const ModelOptions& o, int64_t input) {
@@ -53,6 +65,8 @@ ModelOptions model_options(const Config& cfg) {
   o.core = cfg.model.core;
   o.core_size = cfg.model.core_size;
   o.core_state = cfg.model.core_state;
+  o.obs_norm = cfg.model.obs_norm;
+  o.obs_norm_clip = cfg.model.obs_norm_clip;
   return o;
 }
 
@@ -67,7 +81,7 @@ int64_t state_size(const Config& cfg, const envs::EnvSpec& spec) {
 
 torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
   // uint8 pixels travel as uint8 up to here and become floats in [0, 1] on the policy's device.
-  const torch::Tensor obs = raw.scalar_type() == torch::kUInt8 ? raw.to(torch::kFloat32).mul_(1.0 / 255) : raw;
+  const torch::Tensor obs = raw.scalar_type() == torch::kUInt8 ? raw.to(torch::kFloat32).mul_(1.0 / 255) : normalize_obs(raw);
   if (cnn_) {  // [..., C, H, W] -> [N, C, H, W] -> [..., features]
     std::vector<int64_t> lead(obs.sizes().begin(), obs.sizes().end() - obs_rank_);
     auto h = cnn_(obs.reshape({-1, obs.size(-3), obs.size(-2), obs.size(-1)}));
@@ -83,7 +97,8 @@ torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
 PolicyOutput PolicyImpl::heads(const torch::Tensor& h) {
   torch::Tensor head = pi_(h);
   if (!spec_.discrete) head = torch::cat({head, log_std_.expand_as(head)}, -1);
-  return {head, v_(h).squeeze(-1)};
+  // In return units (PopArt keeps the head's output normalised): exact 1 * v + 0 without it.
+  return {head, torch::addcmul(value_shift_, v_(h).squeeze(-1), value_scale_)};
 }
 
 PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
@@ -123,6 +138,7 @@ ActBuffers PolicyImpl::act_buffers(int64_t B) const {
   if (!cnn_)
     for (auto& l : torso_) b.h.push_back(torch::empty({B, l->weight.size(0)}, f));
   if (core_) b.core = core_->act_buffers(B);
+  if (normalizes_obs() && !cnn_) b.normed = torch::empty({B, obs_shift_.size(0)}, f);
   b.head = torch::empty({B, pi_->weight.size(0)}, f);
   return b;
 }
@@ -136,6 +152,7 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
     h = torso(obs);
   } else {
     h = obs_rank_ > 1 ? obs.flatten(1) : obs;
+    if (normalizes_obs()) h = at::sub_out(buf.normed, h, obs_shift_).mul_(obs_scale_).clamp_(-obs_clip_, obs_clip_);
     for (size_t i = 0; i < torso_.size(); ++i) {
       at::addmm_out(buf.h[i], torso_[i]->bias, h, torso_[i]->weight.t());
       h = relu_ ? buf.h[i].relu_() : buf.h[i].tanh_();
@@ -148,7 +165,7 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
 torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Tensor& state) {
   auto h = torso(obs);
   if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, h.options())).first;
-  return v_(h).squeeze(-1);
+  return torch::addcmul(value_shift_, v_(h).squeeze(-1), value_scale_);
 }
 
 torch::Tensor log_prob(const envs::EnvSpec& spec, const torch::Tensor& dist, const torch::Tensor& actions) {
@@ -194,12 +211,16 @@ torch::Tensor obs_rows(const envs::EnvSpec& spec, void* first, int64_t rows, int
 int64_t num_params(Policy& p) {
   int64_t n = 0;
   for (auto& t : p->parameters()) n += t.numel();
+  for (auto& t : p->buffers()) n += t.numel();
   return n;
 }
 
 void write_flat(Policy& p, float* dst) {
   torch::NoGradGuard g;
-  auto v = torch::nn::utils::parameters_to_vector(p->parameters()).to(torch::kCPU, torch::kFloat32).contiguous();
+  std::vector<torch::Tensor> all;  // one concatenation on the device, one copy to the host
+  for (auto& t : p->parameters()) all.push_back(t.detach().reshape({-1}));
+  for (auto& t : p->buffers()) all.push_back(t.detach().reshape({-1}));
+  auto v = torch::cat(all).to(torch::kCPU, torch::kFloat32).contiguous();
   std::memcpy(dst, v.data_ptr<float>(), size_t(v.numel()) * sizeof(float));
 }
 
@@ -207,9 +228,16 @@ void read_flat(Policy& p, const float* src) {
   torch::NoGradGuard g;
   auto params = p->parameters();
   auto device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
+  int64_t np = 0;
+  for (auto& t : params) np += t.numel();
   // A fresh tensor: the parameters become views of it, never of the caller's buffer.
   auto v = torch::from_blob(const_cast<float*>(src), {num_params(p)}, torch::kFloat32).to(device, torch::kFloat32, false, true);
-  torch::nn::utils::vector_to_parameters(v, params);
+  torch::nn::utils::vector_to_parameters(v.narrow(0, 0, np), params);
+  int64_t off = np;
+  for (auto& b : p->buffers()) {  // in place: the learner's normalisers hold these tensors
+    b.copy_(v.narrow(0, off, b.numel()).view_as(b));
+    off += b.numel();
+  }
 }
 
 }  // namespace mpirl::models

@@ -19,6 +19,8 @@ struct ModelOptions {
   std::string core = "none";  // none | gru | lstm | lru | ssm | mingru | ffm
   int64_t core_size = 128;    // H
   int64_t core_state = 64;    // N (lru/ssm), memory traces (ffm)
+  bool obs_norm = false;      // float observations: (obs - obs_shift) * obs_scale, clipped
+  double obs_norm_clip = 10;
 };
 
 CoreOptions core_options(const ModelOptions& o, int64_t input);
@@ -37,11 +39,12 @@ struct ActBuffers {
   std::vector<torch::Tensor> h;  // [B, hidden_i]: the MLP encoder's layers
   CoreActBuffers core;           // the recurrent core's (CoreImpl::act)
   torch::Tensor head;            // [B, L or A]: logits, or the Gaussian mean
+  torch::Tensor normed;          // [B, obs_size]: normalised observations (model.obs_norm, MLP only)
 };
 
 struct PolicyOutput {
   torch::Tensor dist;   // [..., L]: logits, or (mean, log_std)
-  torch::Tensor value;  // [...]
+  torch::Tensor value;  // [...] in return units: value_scale * head + value_shift
 };
 
 class PolicyImpl : public torch::nn::Module {
@@ -70,6 +73,20 @@ class PolicyImpl : public torch::nn::Module {
   torch::Tensor initial_state(int64_t B) const;
   const envs::EnvSpec& spec() const { return spec_; }
 
+  // Normalisation buffers (registered, so they are saved with the parameters and travel in the
+  // flat vector): obs_shift/obs_scale [obs_size] with model.obs_norm and float observations, else
+  // [0]; value_shift/value_scale [1] (0 and 1 unless PopArt moves them: learner/normalizers.h).
+  // The learner's normalisers write them in place.
+  torch::Tensor& obs_shift() { return obs_shift_; }
+  torch::Tensor& obs_scale() { return obs_scale_; }
+  torch::Tensor& value_shift() { return value_shift_; }
+  torch::Tensor& value_scale() { return value_scale_; }
+  torch::nn::Linear& value_head() { return v_; }
+  bool normalizes_obs() const { return obs_shift_.numel() > 0; }
+  // (obs - obs_shift) * obs_scale clipped to +-obs_norm_clip, for float obs [..., obs...]; obs as
+  // it is without observation normalisation.
+  torch::Tensor normalize_obs(const torch::Tensor& obs) const;
+
  private:
   envs::EnvSpec spec_;
   bool relu_;
@@ -81,6 +98,8 @@ class PolicyImpl : public torch::nn::Module {
   std::shared_ptr<CoreImpl> core_;
   torch::nn::Linear pi_{nullptr}, v_{nullptr};
   torch::Tensor log_std_;
+  torch::Tensor obs_shift_, obs_scale_, value_shift_, value_scale_;
+  double obs_clip_ = 10;
 };
 TORCH_MODULE(Policy);
 
@@ -94,8 +113,10 @@ torch::Tensor sample(const envs::EnvSpec& spec, const torch::Tensor& dist, at::G
 // `first`, typed as the spec says (float32 or uint8): what Policy::step takes.
 torch::Tensor obs_rows(const envs::EnvSpec& spec, void* first, int64_t rows, int64_t row_stride);
 
+// Parameters then buffers (the normalisation statistics): what actors, learners and model.pt share.
 int64_t num_params(Policy& p);
-// Copies all parameters, in registration order, into dst (num_params floats) / from src.
+// Copies all parameters, in registration order, then the buffers, into dst (num_params floats) /
+// from src.
 void write_flat(Policy& p, float* dst);
 void read_flat(Policy& p, const float* src);
 

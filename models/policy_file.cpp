@@ -3,6 +3,10 @@
 #include <sstream>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
 #include "core/run_dir.h"
 
 namespace mpirl::models {
@@ -36,6 +40,8 @@ nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& o
             {"core_state", opts.core_state},
             {"ffm_context", defaults.ffm_context},
             {"state_size", core_state_size(core_options(opts, torso_out))},
+            {"obs_norm", opts.obs_norm && !spec.obs_uint8},
+            {"obs_norm_clip", opts.obs_norm_clip},
             {"dist_size", spec.dist_size()}}}};
 }
 
@@ -49,6 +55,62 @@ void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& sp
   torch::save(cpu, os);
   write_json_atomic(dir + "/policy.json", policy_spec_json(spec, opts));
   write_file_atomic(dir + "/model.pt", os.str());
+}
+
+namespace {
+// Module::load's walk (parameters, buffers, then each child's own archive), with the rules above.
+void load_module(torch::nn::Module& m, torch::serialize::InputArchive& ar, const std::string& prefix,
+                 const std::string& what) {
+  for (auto& p : m.named_parameters(/*recurse=*/false)) {
+    const std::string name = prefix + p.key();
+    torch::Tensor t;
+    if (!ar.try_read(p.key(), t))
+      throw Error(fmt::format("{}: no parameter '{}': written for another model (config [model] or env spaces)", what,
+                              name));
+    if (t.sizes() != p.value().sizes())
+      throw Error(fmt::format("{}: parameter '{}' has shape [{}], this model's is [{}]", what, name,
+                              fmt::join(t.sizes(), ", "), fmt::join(p.value().sizes(), ", ")));
+    p.value().copy_(t);
+  }
+  for (auto& b : m.named_buffers(/*recurse=*/false)) {
+    const std::string name = prefix + b.key();
+    torch::Tensor t;
+    if (!ar.try_read(b.key(), t, /*is_buffer=*/true)) {
+      if (b.value().numel() > 0 && (name == "obs_shift" || name == "obs_scale"))
+        throw Error(fmt::format("{}: no observation statistics ('{}') although model.obs_norm is on: trained "
+                                "without observation normalisation? set model.obs_norm = false",
+                                what, name));
+      continue;  // an older file: the identity value mapping it was trained with
+    }
+    if (t.sizes() != b.value().sizes())
+      throw Error(fmt::format("{}: '{}' has shape [{}], this model's is [{}] (model.obs_norm differs?)", what, name,
+                              fmt::join(t.sizes(), ", "), fmt::join(b.value().sizes(), ", ")));
+    b.value().copy_(t);
+  }
+  for (auto& c : m.named_children()) {
+    if (!c.value()->is_serializable()) continue;  // Module::save skips these too
+    torch::serialize::InputArchive sub;
+    if (!ar.try_read(c.key(), sub))
+      throw Error(fmt::format("{}: no module '{}{}': written for another model (config [model] or env spaces)", what,
+                              prefix, c.key()));
+    load_module(*c.value(), sub, prefix + c.key() + ".", what);
+  }
+}
+}  // namespace
+
+void load_policy_archive(Policy& policy, torch::serialize::InputArchive& ar, const std::string& what) {
+  torch::NoGradGuard g;
+  load_module(*policy, ar, "", what);
+}
+
+void load_policy_file(Policy& policy, const std::string& path) {
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(path, torch::Device(torch::kCPU));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("cannot read '{}': {}", path, e.what()));
+  }
+  load_policy_archive(policy, ar, path);
 }
 
 }  // namespace mpirl::models

@@ -24,11 +24,19 @@ inline constexpr int kPolicyFileVersion = 1;
 //            "action": {"type": "discrete", "n": L} | {"type": "box", "dim": A, "low": [...], "high": [...]},
 //            "max_episode_steps"},
 //    "model": {"encoder" (resolved), "hidden", "activation", "core", "core_size", "core_state",
-//              "ffm_context", "state_size", "dist_size"}}
+//              "ffm_context", "state_size", "dist_size", "obs_norm", "obs_norm_clip"}}
 nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts);
 
 // Writes dir/model.pt (a CPU copy of `policy`, wherever it lives) and dir/policy.json, each
 // atomically (core/run_dir.h). Throws mpirl::Error naming the file.
 void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& spec, const ModelOptions& opts);
+
+// Reads a Policy's parameters and buffers from an archive (a model.pt, or a checkpoint's "model").
+// Every parameter must be there. Files written before the normalisation buffers existed lack
+// value_shift/value_scale (kept at 0 and 1: what those files meant) and empty obs buffers; a
+// missing observation normalisation of a policy that has one is an error naming `what`.
+void load_policy_archive(Policy& policy, torch::serialize::InputArchive& ar, const std::string& what);
+// The same from a model.pt file; errors name the file.
+void load_policy_file(Policy& policy, const std::string& path);
 
 }  // namespace mpirl::models

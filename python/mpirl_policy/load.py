@@ -37,7 +37,9 @@ def model_options(config: Dict[str, Any]) -> ModelOptions:
     return ModelOptions(encoder=m.get("encoder", d.encoder), hidden=[int(h) for h in m.get("hidden", d.hidden)],
                         activation=m.get("activation", d.activation), core=m.get("core", d.core),
                         core_size=int(m.get("core_size", d.core_size)),
-                        core_state=int(m.get("core_state", d.core_state)))
+                        core_state=int(m.get("core_state", d.core_state)),
+                        obs_norm=bool(m.get("obs_norm", d.obs_norm)),
+                        obs_norm_clip=float(m.get("obs_norm_clip", d.obs_norm_clip)))
 
 
 def env_spec(policy_json: Dict[str, Any]) -> EnvSpec:

@@ -2,8 +2,11 @@
 
 Outputs are the C++ ones (models/policy.h, PolicyOutput): ``dist`` is the logits [..., L] of a
 discrete policy, or a box policy's Gaussian mean and state-independent log-std concatenated
-[..., 2A]; ``value`` is [...]. uint8 observations are pixels, scaled by 1/255 on the way in;
-float32 observations go in as they are.
+[..., 2A]; ``value`` is [...] in return units. uint8 observations are pixels, scaled by 1/255 on
+the way in; float32 observations go in as they are, or, with ``model.obs_norm``, as
+``clamp((obs - obs_shift) * obs_scale, -obs_norm_clip, obs_norm_clip)`` with the running statistics
+the learners published (buffers ``obs_shift``/``obs_scale``). The value head's output is mapped to
+return units by ``value_scale * v + value_shift`` (PopArt's statistics; 1 and 0 without it).
 """
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
@@ -41,6 +44,8 @@ class ModelOptions:
     core_size: int = 128
     core_state: int = 64
     ffm_context: int = 4
+    obs_norm: bool = False
+    obs_norm_clip: float = 10.0
 
 
 class Policy(nn.Module):
@@ -81,10 +86,22 @@ class Policy(nn.Module):
             self.register_parameter("log_std", None)
         else:
             self.log_std = nn.Parameter(torch.full([self.action_size], -0.5))
+        obs_size = 1
+        for d in self.obs_shape:
+            obs_size *= d
+        norm = obs_size if opts.obs_norm and not spec.obs_uint8 else 0  # pixels are scaled, not normalised
+        self.obs_norm_clip = float(opts.obs_norm_clip)
+        self.register_buffer("obs_shift", torch.zeros([norm]))
+        self.register_buffer("obs_scale", torch.ones([norm]))
+        self.register_buffer("value_shift", torch.zeros([1]))
+        self.register_buffer("value_scale", torch.ones([1]))
 
     # ---- the C++ PolicyImpl, method for method ----
     def torso(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs.to(torch.float32) * (1.0 / 255) if obs.dtype == torch.uint8 else obs
+        if self.obs_shift.numel() > 0 and obs.dtype != torch.uint8:
+            flat = x.reshape([-1, self.obs_shift.size(0)])
+            x = ((flat - self.obs_shift) * self.obs_scale).clamp(-self.obs_norm_clip, self.obs_norm_clip).reshape(x.shape)
         shape: List[int] = list(x.shape)
         lead = shape[: len(shape) - self.obs_rank]
         h = self.encoder(x.reshape([-1] + self.obs_shape))  # [N, obs...] -> [N, features]
@@ -95,7 +112,7 @@ class Policy(nn.Module):
         log_std = self.log_std
         if log_std is not None:
             head = torch.cat([head, log_std.expand_as(head)], -1)
-        return head, self.v(h).squeeze(-1)
+        return head, torch.addcmul(self.value_shift, self.v(h).squeeze(-1), self.value_scale)
 
     def forward(self, obs: torch.Tensor) -> Out:
         if self.core is not None:

@@ -185,6 +185,11 @@ def case_learn_gym_cartpole_appo(args):
     mpi_test.learn(args, "appo", ['env.id="gym:CartPole-v1"'], env="gym:CartPole-v1")
 
 
+def case_learn_acrobot(args):
+    # configs/acrobot.toml (the defaults, PopArt included, on gym:Acrobot-v1): -100 within 1M env steps.
+    mpi_test.learn_to(args, "gym:Acrobot-v1", [], -100, -150, 1000000, config="acrobot.toml")
+
+
 def random_minatar_return(game, episodes=400):
     """A uniform random policy over the minimal action set, with the sticky actions mpirl uses."""
     import numpy as np

@@ -37,6 +37,8 @@ struct Case {
   std::string activation = "tanh";
   int64_t num_actions = 5;  // discrete
   std::string env_id = "ParityTest";
+  bool obs_norm = false;  // model.obs_norm (clip 1.5, so that clipping happens) and non-trivial
+                          // normalisation buffers: obs shift/scale and PopArt's value shift/scale
 };
 
 std::vector<Case> cases() {
@@ -57,6 +59,11 @@ std::vector<Case> cases() {
   out.push_back({"auto_large_image-none-box", "auto", "none", false, {4, 40, 40}, true});
   // CartPole-v1's spaces (the config's default env): `mpirl export` can rebuild them without policy.json.
   out.push_back({"cartpole-mingru-discrete", "auto", "mingru", true, {4}, false, "tanh", 2, "CartPole-v1"});
+  // Observation normalisation (the actor's allocation-free path too) and PopArt's value mapping.
+  out.push_back({"obsnorm-none-discrete", "mlp", "none", true, {7}, false, "tanh", 5, "ParityTest", true});
+  out.push_back({"obsnorm-gru-box", "mlp", "gru", false, {7}, false, "relu", 5, "ParityTest", true});
+  out.push_back({"obsnorm_image-lru-discrete", "impala_cnn", "lru", true, {3, 9, 9}, false, "tanh", 5, "ParityTest", true});
+  out.push_back({"obsnorm_pixels-none-discrete", "mlp", "none", true, {2, 5, 6}, true, "tanh", 5, "ParityTest", true});
   return out;
 }
 
@@ -66,7 +73,9 @@ void run_case(const Case& c, const std::string& out_dir, int64_t seed) {
                                 fmt::format("model.core=\"{}\"", c.core), "model.hidden=[16, 8]",
                                 fmt::format("model.activation=\"{}\"", c.activation), "model.core_size=12",
                                 "model.core_state=6", fmt::format("run.out_dir=\"{}\"", out_dir),
-                                fmt::format("run.name=\"{}\"", c.name)});
+                                fmt::format("run.name=\"{}\"", c.name),
+                                fmt::format("model.obs_norm={}", c.obs_norm ? "true" : "false"),
+                                "model.obs_norm_clip=1.5"});
   const std::string dir = create_run_dir(cfg);  // config.toml, as a run writes it
   envs::EnvSpec spec;
   spec.id = c.env_id;
@@ -88,6 +97,12 @@ void run_case(const Case& c, const std::string& out_dir, int64_t seed) {
     for (auto& p : policy->named_parameters()) {
       if (p.key() == "pi.weight") p.value().mul_(100);
       if (p.key() == "log_std") p.value().add_(torch::randn_like(p.value()) * 0.3);
+    }
+    if (c.obs_norm) {  // as a learner's normalisers leave them (uint8 observations have none)
+      policy->obs_shift().copy_(torch::randn_like(policy->obs_shift()) * 0.5);
+      policy->obs_scale().copy_(torch::rand_like(policy->obs_scale()) + 0.5);
+      policy->value_shift().fill_(3.25);
+      policy->value_scale().fill_(7.5);
     }
   }
   policy->eval();

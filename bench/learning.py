@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Learning benchmark: steps and wall time to a threshold, final return, SPS and policy lag.
+
+For each task of the suite and each seed it runs `mpirun -n RANKS mpirl train` to the task's
+threshold (run.stop_mean_return) or its budget, one run at a time, and reads the run's
+metrics.jsonl and summary.json. It writes, into --out:
+  results.csv    one row per (task, seed)
+  results.md     the per-seed table, the medians per task, the machine, the exact commands, and
+                 published reference figures with their sources
+  curves.png     return vs env steps and vs wall time, one panel pair per task
+Not a test: numbers depend on the machine. Usage (bench/learning.sh wraps it):
+  bench/learning.py --mpirl build/mpirl --tasks cartpole_appo acrobot --seeds 1 2 3 --out bench/out/learning
+"""
+import argparse
+import csv
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name: (config file under configs/ or None for the defaults, extra --set, threshold, env-step budget,
+#        wall-clock limit in s). Thresholds are the issue's targets; budgets leave room past them.
+TASKS = {
+    "cartpole_default": (None, [], 475, 3_000_000, 300),
+    "cartpole_impala": ("cartpole.toml", [], 475, 3_000_000, 300),
+    "cartpole_appo": ("cartpole_appo.toml", [], 475, 1_000_000, 300),
+    "acrobot": ("acrobot.toml", [], -100, 2_000_000, 600),
+    "pendulum": ("pendulum.toml", [], -250, 4_000_000, 900),
+    "synthetic_default": (None, ['env.id="Synthetic"'], 190, 2_000_000, 300),
+}
+# MinAtar, all 5 games, at a fixed budget (no threshold): configs/minatar_breakout.toml with the game swapped.
+for _game in ("breakout", "asterix", "freeway", "seaquest", "space_invaders"):
+    TASKS[f"minatar_{_game}"] = ("minatar_breakout.toml", [f'env.id="minatar:{_game}"'], None, 3_000_000, 1200)
+
+# Published figures, with where they come from. Only what the source states; "-" where it gives none.
+REFERENCES = {
+    "cartpole_appo": "Sample Factory 2.1.1's CartPole example (APPO, 2 workers, CPU), measured on this machine by "
+                     "the issue's author: 475 after 0.26-0.42M env steps, 24-70 s",
+    "cartpole_default": "same as cartpole_appo (Sample Factory's example)",
+    "cartpole_impala": "same as cartpole_appo (Sample Factory's example)",
+    "acrobot": "-",
+    "pendulum": "-",
+    "synthetic_default": "optimal 200 (200 steps, reward 1 for the right one of 4 actions); chance 50",
+}
+
+
+def first_at(rows, key, threshold):
+    """(env_steps, time_s) of the first metrics row whose mean_return >= threshold, else (None, None)."""
+    for r in rows:
+        v = r.get("mean_return")
+        if v is not None and threshold is not None and v >= threshold:
+            return r.get("env_steps"), r.get("time_s")
+    return None, None
+
+
+def read_rows(run_dir):
+    rows = []
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    rows.append(json.loads(line))
+    return rows
+
+
+def run_one(args, task, seed):
+    config, sets, threshold, budget, wall = TASKS[task]
+    name = f"{task}-s{seed}"
+    cmd = [args.mpirun, "-n", str(args.ranks), "--oversubscribe", args.mpirl, "train"]
+    if config:
+        cmd += ["--config", os.path.join(ROOT, "configs", config)]
+    over = [*sets, f"run.seed={seed}", f"run.total_env_steps={budget}", f"run.max_wall_seconds={wall}",
+            f'run.out_dir="{args.out}/runs"', f'run.name="{name}"', "run.log_interval_s=0.25",
+            'run.progress="lines"', 'run.checkpoint="never"', 'replay.dump="never"', "run.tensorboard=false"]
+    if threshold is not None:
+        over.append(f"run.stop_mean_return={threshold}")
+    for s in over + list(args.set or []):
+        cmd += ["--set", s]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    t0 = time.time()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    run_dir = os.path.join(args.out, "runs", name)
+    if p.returncode != 0:
+        sys.stdout.write(p.stdout[-2000:] + p.stderr[-2000:])
+        return {"task": task, "seed": seed, "error": f"exit {p.returncode}"}
+    s = json.load(open(os.path.join(run_dir, "summary.json")))
+    rows = read_rows(run_dir)
+    steps, secs = first_at(rows, "mean_return", threshold)
+    dec = s.get("stop_decision") or {}
+    if steps is None and dec.get("reason") == "stop_mean_return":  # reached between two metrics rows
+        steps, secs = dec.get("env_steps"), dec.get("time_s")
+    lags = [r["policy_lag_mean"] for r in rows if r.get("policy_lag_mean") is not None]
+    res = {"task": task, "seed": seed, "threshold": threshold, "steps_to_threshold": steps,
+           "time_to_threshold_s": secs, "final_mean_return": s.get("final_mean_return"), "env_steps": s["env_steps"],
+           "wall_time_s": s["wall_time_s"], "sps": s["sps"], "policy_lag_mean": statistics.median(lags) if lags else None,
+           "stop_reason": s["stop_reason"], "command": " ".join(shlex.quote(c) for c in cmd),
+           "run_dir": run_dir, "launcher_s": time.time() - t0}
+    print(f"  {task} seed {seed}: {res['stop_reason']}, return {res['final_mean_return']}, "
+          f"threshold at {steps} steps / {secs} s, {res['sps']:.0f} SPS, lag {res['policy_lag_mean']}", flush=True)
+    return res
+
+
+def fmt(v, f="{:.0f}"):
+    return "-" if v is None else f.format(v)
+
+
+def median_of(rows, key):
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def machine():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}"
+
+
+def write_outputs(args, results):
+    keys = ["task", "seed", "threshold", "steps_to_threshold", "time_to_threshold_s", "final_mean_return",
+            "env_steps", "wall_time_s", "sps", "policy_lag_mean", "stop_reason", "error", "command"]
+    with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        for r in results:
+            w.writerow(r)
+    lines = [f"# mpirl learning benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
+             f"Machine: {machine()}; {args.ranks} MPI ranks (1 learner, 1 replay, {args.ranks - 2} actors), one run "
+             "at a time.", "", "Per seed:", "",
+             "| task | seed | threshold | steps to threshold | time to threshold (s) | final return | env steps | "
+             "wall (s) | SPS | policy lag (median) | stop |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['task']} | {r['seed']} | failed: {r['error']} |||||||||")
+            continue
+        lines.append(f"| {r['task']} | {r['seed']} | {fmt(r['threshold'], '{}')} | {fmt(r['steps_to_threshold'])} | "
+                     f"{fmt(r['time_to_threshold_s'], '{:.1f}')} | {fmt(r['final_mean_return'], '{:.1f}')} | "
+                     f"{r['env_steps']} | {r['wall_time_s']:.1f} | {r['sps']:.0f} | "
+                     f"{fmt(r['policy_lag_mean'], '{:.1f}')} | {r['stop_reason']} |")
+    lines += ["", "Medians per task (steps/time to threshold over the seeds that reached it; n/N reached):", "",
+              "| task | reached | steps to threshold | time to threshold (s) | final return | SPS | lag | reference |",
+              "|---|---|---|---|---|---|---|---|"]
+    for task in dict.fromkeys(r["task"] for r in results):
+        rs = [r for r in results if r["task"] == task and "error" not in r]
+        reached = sum(1 for r in rs if r["steps_to_threshold"] is not None)
+        lines.append(f"| {task} | {reached}/{len(rs)} | {fmt(median_of(rs, 'steps_to_threshold'))} | "
+                     f"{fmt(median_of(rs, 'time_to_threshold_s'), '{:.1f}')} | "
+                     f"{fmt(median_of(rs, 'final_mean_return'), '{:.1f}')} | {fmt(median_of(rs, 'sps'))} | "
+                     f"{fmt(median_of(rs, 'policy_lag_mean'), '{:.1f}')} | {REFERENCES.get(task, '-')} |")
+    lines += ["", "Commands:", ""] + [f"    {r['command']}" for r in results if "command" in r]
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines[:]))
+    plot(args, results)
+
+
+def plot(args, results):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no curves.png")
+        return
+    tasks = list(dict.fromkeys(r["task"] for r in results))
+    fig, axes = plt.subplots(len(tasks), 2, figsize=(11, 3.2 * len(tasks)), squeeze=False)
+    for i, task in enumerate(tasks):
+        for r in (r for r in results if r["task"] == task and "error" not in r):
+            rows = [x for x in read_rows(r["run_dir"]) if x.get("mean_return") is not None]
+            steps = [x["env_steps"] for x in rows]
+            secs = [x["time_s"] for x in rows]
+            ret = [x["mean_return"] for x in rows]
+            axes[i][0].plot(steps, ret, label=f"seed {r['seed']}")
+            axes[i][1].plot(secs, ret, label=f"seed {r['seed']}")
+        thr = TASKS[task][2]
+        for j, xl in enumerate(("env steps", "wall time (s)")):
+            ax = axes[i][j]
+            if thr is not None:
+                ax.axhline(thr, color="grey", ls="--", lw=0.8)
+            ax.set_xlabel(xl)
+            ax.set_ylabel("mean return (100 ep.)")
+            ax.set_title(task)
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = os.path.join(args.out, "curves.png")
+    fig.savefig(out, dpi=80)
+    print(f"curves: {out}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mpirl", default=os.path.join(ROOT, "build", "mpirl"))
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--tasks", nargs="+", default=["cartpole_default", "cartpole_appo", "acrobot", "synthetic_default"],
+                    choices=sorted(TASKS))
+    ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    ap.add_argument("--set", nargs="*", help="extra --set overrides for every run")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "learning-" + time.strftime("%Y%m%d-%H%M%S")))
+    args = ap.parse_args()
+    args.out = os.path.abspath(args.out)
+    os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
+    results = [run_one(args, t, s) for t in args.tasks for s in args.seeds]
+    write_outputs(args, results)
+
+
+if __name__ == "__main__":
+    main()
