@@ -224,7 +224,8 @@ void Trainer::load(torch::serialize::InputArchive& ar) {
   else if (obs_norm_.enabled()) throw Error("learner.pt has no observation statistics (saved without model.obs_norm)");
   if (popart_) {
     if (!ar.try_read("popart", popart))
-      throw Error("learner.pt has no PopArt statistics (saved without learner.value_norm = \"popart\")");
+      throw Error("learner.pt has no PopArt statistics: saved with learner.value_norm = \"none\" or by an mpirl "
+                  "before PopArt; resume it with --set learner.value_norm='\"none\"'");
     popart_->load(popart);
   }
   static_.reset();  // captured against the tensors before the load: captured again at the next update

@@ -139,6 +139,23 @@ def case_two_learners_identical(args):
           and abs(s["learners_samples_per_s"] - total) <= 1e-6 * total and s["learners_samples_per_s"] > 0,
           f"summary.json: learner 0's {s['learner0_samples_per_s']:.0f} samples/s, the learners' total "
           f"{s['learners_samples_per_s']:.0f} = their {s['learner_counts']['trained']} sequences trained on / wall time")
+    # Normalisation statistics and schedules keep the learners identical too: they average their
+    # batch moments over MPI and agree on the env steps that drive the schedules.
+    p, dt, d = run(args, 5, ["roles.learners=2", "run.total_env_steps=200000", "model.obs_norm=true",
+                             "learner.lr_schedule=\"linear\"", "learner.lr_final=0.0001",
+                             "learner.entropy_schedule=\"cosine\"", "run.log_interval_s=0.2"], 240)
+    s = finished_run(p, d, 200000)
+    check(s["learner_param_max_abs_diff"] == 0.0,
+          f"with model.obs_norm, PopArt and schedules the learners stay identical, normalisation buffers included "
+          f"(max abs diff {s['learner_param_max_abs_diff']})")
+    import torch
+    w = torch.jit.load(os.path.join(d, "model.pt"), map_location="cpu").state_dict()
+    check(float(w["obs_shift"].abs().sum()) > 0 and bool((w["obs_scale"] != 1).any()) and float(w["value_scale"]) != 1.0,
+          f"model.pt carries the observation statistics and PopArt's scale (value_scale {float(w['value_scale']):.3f})")
+    rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+    lrs = [r["lr"] for r in rows if "lr" in r]
+    check(len(lrs) >= 2 and lrs[0] > lrs[-1] >= 0.0001 and all(a >= b for a, b in zip(lrs, lrs[1:])),
+          f"the scheduled lr falls row by row ({lrs[0] if lrs else None} -> {lrs[-1] if lrs else None})")
 
 
 def case_gaussian_appo(args):
