@@ -50,7 +50,7 @@ REFERENCES = {
 }
 
 
-def first_at(rows, key, threshold):
+def first_at(rows, threshold):
     """(env_steps, time_s) of the first metrics row whose mean_return >= threshold, else (None, None)."""
     for r in rows:
         v = r.get("mean_return")
@@ -94,7 +94,7 @@ def run_one(args, task, seed):
         return {"task": task, "seed": seed, "error": f"exit {p.returncode}"}
     s = json.load(open(os.path.join(run_dir, "summary.json")))
     rows = read_rows(run_dir)
-    steps, secs = first_at(rows, "mean_return", threshold)
+    steps, secs = first_at(rows, threshold)
     dec = s.get("stop_decision") or {}
     if steps is None and dec.get("reason") == "stop_mean_return":  # reached between two metrics rows
         steps, secs = dec.get("env_steps"), dec.get("time_s")

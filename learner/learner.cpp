@@ -17,6 +17,7 @@
 #include "kernels/scan.h"
 #include "learner/batch_source.h"
 #include "learner/learner_checkpoint.h"
+#include "learner/learner_collectives.h"
 #include "learner/placement.h"
 #include "learner/publisher.h"
 #include "learner/run_controller.h"
@@ -25,60 +26,6 @@
 #include "learner/trainer.h"
 
 namespace mpirl::learner {
-namespace {
-
-// What every learner must decide together before an update (one MAX all-reduce): a stop anywhere
-// stops all, at the same update (an interrupt wins over a preemption, which wins over any other
-// reason; the launcher ending the job never gets here: each learner leaves at once); a
-// checkpoint (due on learner 0) is taken by all at the same update boundary; the update happens
-// unless no learner kept any sequence (every one too old), since all learners must take the same
-// optimizer steps.
-struct Agreed {
-  int stop = 0;  // 0 go on, 1 stop, 2 preempted, 3 interrupted
-  bool update = false, checkpoint = false;
-  int64_t env_steps = 0;  // the most any learner has heard of: where the schedules stand
-};
-Agreed agree(const Comms& comms, const std::string& reason, bool kept_any, bool checkpoint, int64_t env_steps) {
-  const int stop = reason.empty() ? 0 : reason == "interrupted" ? 3 : reason == "preempted" ? 2 : 1;
-  int64_t v[4] = {stop, kept_any ? 1 : 0, checkpoint ? 1 : 0, env_steps};
-  if (comms.layout.learners > 1) MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, comms.learners));
-  return {int(v[0]), v[1] != 0, v[2] != 0, v[3]};
-}
-
-// The normalisers' batch moments averaged over the learners (host MPI_Allreduce; none with one).
-AverageFn learner_average(const Comms& comms) {
-  if (comms.layout.learners <= 1) return {};
-  return [&comms](torch::Tensor& t) {
-    auto host = t.to(torch::kCPU, torch::kFloat64).contiguous().clone();
-    MPIRL_MPI(MPI_Allreduce(MPI_IN_PLACE, host.data_ptr<double>(), int(host.numel()), MPI_DOUBLE, MPI_SUM,
-                            comms.learners));
-    t.copy_(host.div_(double(comms.layout.learners)));
-  };
-}
-
-// Largest parameter difference between learner 0 and the others (0 when they stayed identical).
-double param_difference(const Comms& comms, models::Policy& policy) {
-  std::vector<float> mine(size_t(models::num_params(policy)));
-  models::write_flat(policy, mine.data());
-  const bool lead = comms.rank == 0;
-  std::vector<float> all(lead ? mine.size() * size_t(comms.layout.learners) : 0);
-  MPIRL_MPI(MPI_Gather(mine.data(), int(mine.size()), MPI_FLOAT, all.data(), int(mine.size()), MPI_FLOAT, 0,
-                       comms.learners));
-  double d = 0;
-  for (int l = 1; lead && l < comms.layout.learners; ++l)
-    for (size_t i = 0; i < mine.size(); ++i) d = std::max(d, double(std::abs(all[size_t(l) * mine.size() + i] - mine[i])));
-  return d;
-}
-
-LearnerCounts sum_counts(const Comms& comms, const LearnerCounts& c) {
-  const auto v = to_array(c);
-  std::array<int64_t, kLearnerCountFields> s{};
-  MPIRL_MPI(MPI_Reduce(v.data(), s.data(), kLearnerCountFields, MPI_INT64_T, MPI_SUM, 0, comms.learners));
-  return counts_from(s.data());
-}
-
-}  // namespace
-
 int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   torch::set_num_threads(cfg.learner.threads);
   const bool lead = comms.rank == 0;

@@ -24,30 +24,6 @@ void RunController::Window::add(double v) {
 
 double RunController::Window::mean() const { return q.empty() ? std::nan("") : sum / double(q.size()); }
 
-nlohmann::json to_json(const ReplayStatus& s) {
-  nlohmann::json j = {{"env_steps", s.env_steps},
-                      {"actor_env_steps", s.actor_env_steps},
-                      {"rollouts", s.rollouts},
-                      {"discarded_rollouts", s.discarded_rollouts},
-                      {"episodes", s.episodes},
-                      {"inserted", s.inserted},
-                      {"restored", s.restored},
-                      {"evicted", s.evicted},
-                      {"consumed", s.consumed},
-                      {"removed", s.removed()},
-                      {"fill", s.fill},
-                      {"capacity", s.capacity},
-                      {"sampled", s.sampled},
-                      {"batches", s.batches},
-                      {"priority_updates", s.priority_updates},
-                      {"stale_priority_updates", s.stale_priority_updates},
-                      {"max_priority", s.max_priority},
-                      {"sampled_by_learner", s.sampled_by_learner},
-                      {"dumps", s.dump.dumps},
-                      {"dump_failures", s.dump.failures}};
-  return j;
-}
-
 RunController::RunController(const Config& cfg, const Comms& comms, const std::string& run_dir)
     : cfg_(cfg), comms_(comms), run_dir_(run_dir), lead_(comms.rank == 0) {
   if (lead_) metrics_ = std::make_unique<MetricsLog>(run_dir + "/metrics.jsonl");

@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/run_dir.h"
 #include "learner/batch_source.h"
+#include "learner/replay_status_json.h"
 #include "learner/trainer.h"
 #include "models/policy.h"
 #include "tracking/tensorboard.h"
@@ -135,7 +136,5 @@ class RunController {
   nlohmann::json fields_ = nlohmann::json::object();
   nlohmann::json decision_;  // null until note_stop_decision()
 };
-
-nlohmann::json to_json(const ReplayStatus& s);
 
 }  // namespace mpirl::learner
