@@ -19,9 +19,8 @@ namespace {
 
 // One preallocated rollout message: header region, then the payload for E sequences and room for
 // up to E*T finished-episode statistics.
-struct Slot {
-  std::vector<char> buf;
-  MPI_Request req = MPI_REQUEST_NULL;
+// (A MsgBuffer: kept for MPI if the actor dies with its send in flight.)
+struct Slot : MsgBuffer {
   char* payload() { return buf.data() + wire::kHeaderRegion; }
 };
 
@@ -46,6 +45,7 @@ class Actor {
     slots_.resize(size_t(cfg.actor.max_inflight));
     for (auto& s : slots_) s.buf.resize(wire::kHeaderRegion + payload);
     boot_count_.assign(size_t(E_), 0);
+    ctl_.buf.resize(4096);
   }
 
   void run() {
@@ -98,19 +98,19 @@ class Actor {
     return false;
   }
 
-  void post_ctl() { MPIRL_MPI(MPI_Irecv(ctl_.data(), int(ctl_.size()), MPI_BYTE, comms_.layout.replay_rank(),
-                                        kTagActorCtl, comms_.world, &ctl_req_)); }
+  void post_ctl() { MPIRL_MPI(MPI_Irecv(ctl_.buf.data(), int(ctl_.buf.size()), MPI_BYTE, comms_.layout.replay_rank(),
+                                        kTagActorCtl, comms_.world, &ctl_.req)); }
 
   // Consumes control messages from the replay; returns true once ActorDoneAck has arrived.
   bool poll_ctl() {
     while (!done_acked_) {
       int done = 0;
       MPI_Status st;
-      MPIRL_MPI(MPI_Test(&ctl_req_, &done, &st));
+      MPIRL_MPI(MPI_Test(&ctl_.req, &done, &st));
       if (!done) return false;
       int count = 0;
       MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-      auto msg = wire::decode(ctl_.data(), size_t(count), st.MPI_SOURCE,
+      auto msg = wire::decode(ctl_.buf.data(), size_t(count), st.MPI_SOURCE,
                               {wire::Kind::RolloutAck, wire::Kind::ActorDoneAck});
       if (msg.env.kind == wire::Kind::ActorDoneAck) {
         done_acked_ = true;
@@ -274,8 +274,7 @@ class Actor {
   std::vector<float> flat_;
   std::vector<Slot> slots_;
   std::vector<int64_t> boot_count_;  // per env: boot slots used in the rollout being collected
-  std::vector<char> ctl_ = std::vector<char>(4096);
-  MPI_Request ctl_req_ = MPI_REQUEST_NULL;
+  MsgBuffer ctl_;  // the posted receive of the replay's control messages (4 KiB)
   int credits_ = 0;
   int64_t version_ = -1, min_version_ = -1;
   uint64_t seq_ = 0;

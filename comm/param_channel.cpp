@@ -9,12 +9,14 @@
 namespace mpirl {
 
 ParamChannel::ParamChannel(MPI_Comm publish, int64_t num_params)
-    : comm_(publish), n_(num_params), buf_(wire::kHeaderRegion + size_t(num_params) * sizeof(float)) {}
+    : comm_(publish), n_(num_params) {
+  msg_.buf.resize(wire::kHeaderRegion + size_t(num_params) * sizeof(float));
+}
 
 bool ParamChannel::idle() {
-  if (req_ == MPI_REQUEST_NULL) return true;
+  if (msg_.req == MPI_REQUEST_NULL) return true;
   int done = 0;
-  MPIRL_MPI(MPI_Test(&req_, &done, MPI_STATUS_IGNORE));
+  MPIRL_MPI(MPI_Test(&msg_.req, &done, MPI_STATUS_IGNORE));
   return done != 0;
 }
 
@@ -25,9 +27,9 @@ void ParamChannel::start(bool stop, const float* params, int64_t version) {
   env.seq = seq_++;
   env.policy_version = version;
   env.arrays = {{"params", wire::DType::F32, {n_}}};
-  wire::write_header(buf_.data(), wire::kHeaderRegion, env);
-  if (!stop) std::memcpy(buf_.data() + wire::kHeaderRegion, params, size_t(n_) * sizeof(float));
-  MPIRL_MPI(MPI_Ibcast(buf_.data(), int(buf_.size()), MPI_BYTE, 0, comm_, &req_));
+  wire::write_header(msg_.buf.data(), wire::kHeaderRegion, env);
+  if (!stop) std::memcpy(msg_.buf.data() + wire::kHeaderRegion, params, size_t(n_) * sizeof(float));
+  MPIRL_MPI(MPI_Ibcast(msg_.buf.data(), int(msg_.buf.size()), MPI_BYTE, 0, comm_, &msg_.req));
 }
 
 void ParamChannel::publish(const float* params, int64_t version) {
@@ -35,24 +37,24 @@ void ParamChannel::publish(const float* params, int64_t version) {
   start(false, params, version);
 }
 
-void ParamChannel::wait() { wait_request(req_); }
+void ParamChannel::wait() { wait_request(msg_.req); }
 
 void ParamChannel::publish_stop() {
-  wait_request(req_);
+  wait_request(msg_.req);
   start(true, nullptr, -1);
-  wait_request(req_);
+  wait_request(msg_.req);
 }
 
 void ParamChannel::post() {
-  MPIRL_MPI(MPI_Ibcast(buf_.data(), int(buf_.size()), MPI_BYTE, 0, comm_, &req_));
+  MPIRL_MPI(MPI_Ibcast(msg_.buf.data(), int(msg_.buf.size()), MPI_BYTE, 0, comm_, &msg_.req));
 }
 
 ParamChannel::Got ParamChannel::poll(float* dst, int64_t* version) {
-  if (req_ == MPI_REQUEST_NULL) return Got::Nothing;
+  if (msg_.req == MPI_REQUEST_NULL) return Got::Nothing;
   int done = 0;
-  MPIRL_MPI(MPI_Test(&req_, &done, MPI_STATUS_IGNORE));
+  MPIRL_MPI(MPI_Test(&msg_.req, &done, MPI_STATUS_IGNORE));
   if (!done) return Got::Nothing;
-  auto msg = wire::decode(buf_.data(), buf_.size(), -1, {wire::Kind::Params, wire::Kind::Stop});
+  auto msg = wire::decode(msg_.buf.data(), msg_.buf.size(), -1, {wire::Kind::Params, wire::Kind::Stop});
   if (msg.env.kind == wire::Kind::Stop) return Got::Stop;
   if (msg.env.arrays.size() != 1 || msg.env.arrays[0].elements() != size_t(n_))
     throw Error(fmt::format("parameter broadcast from rank {} carries a different parameter count", msg.env.sender));

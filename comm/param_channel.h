@@ -7,7 +7,8 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <vector>
+
+#include "comm/transport.h"
 
 namespace mpirl {
 
@@ -35,8 +36,7 @@ class ParamChannel {
   void start(bool stop, const float* params, int64_t version);
   MPI_Comm comm_;
   int64_t n_;
-  std::vector<char> buf_;
-  MPI_Request req_ = MPI_REQUEST_NULL;
+  MsgBuffer msg_;  // the broadcast's frame; kept for MPI if destroyed mid-broadcast (a fatal error)
   uint64_t seq_ = 0;
 };
 

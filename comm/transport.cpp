@@ -1,11 +1,29 @@
 #include "comm/transport.h"
 
+#include <atomic>
+#include <new>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 
 namespace mpirl {
+namespace {
 
+std::atomic<size_t> left_to_mpi{0};
+
+}  // namespace
+
+MsgBuffer::MsgBuffer(MsgBuffer&& o) noexcept : buf(std::move(o.buf)), req(std::exchange(o.req, MPI_REQUEST_NULL)) {}
+
+MsgBuffer::~MsgBuffer() {
+  if (req == MPI_REQUEST_NULL) return;
+  // Never deleted: moving a vector keeps its storage where MPI knows it. (If even this allocation
+  // fails, the storage is freed with `buf`: no worse than before, and the rank is aborting.)
+  if (new (std::nothrow) std::vector<char>(std::move(buf))) ++left_to_mpi;
+}
+
+size_t msg_buffers_left_to_mpi() { return left_to_mpi.load(); }
 
 int try_recv(MPI_Comm comm, int source, int tag, std::vector<char>& buf, size_t* size) {
   int flag = 0;

@@ -76,10 +76,7 @@ class BatchSource {
   int64_t items_received() const { return received_; }  // every sequence received, drained ones too
 
  private:
-  struct Recv {
-    std::vector<char> buf;
-    MPI_Request req = MPI_REQUEST_NULL;
-  };
+  using Recv = MsgBuffer;  // kept for MPI if the learner dies with the receive posted
   struct Staging;
   struct PendingPriorities {
     std::vector<int64_t> slots, generations;
