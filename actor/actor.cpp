@@ -253,10 +253,11 @@ class Actor {
     env.sender = comms_.rank;
     env.seq = seq_++;
     env.arrays = {{"env_steps", wire::DType::I64, {1}}};
-    auto frame = wire::build_frame(env, &env_steps_sent_, sizeof(env_steps_sent_));
-    MPI_Request req;
-    MPIRL_MPI(MPI_Isend(frame.data(), int(frame.size()), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world, &req));
-    wait_request(req, [&] { poll_ctl(); });
+    MsgBuffer done;  // poll_ctl() may throw while the send is pending
+    done.buf = wire::build_frame(env, &env_steps_sent_, sizeof(env_steps_sent_));
+    MPIRL_MPI(MPI_Isend(done.buf.data(), int(done.buf.size()), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout,
+                        comms_.world, &done.req));
+    wait_request(done.req, [&] { poll_ctl(); });
     for (Backoff b; !poll_ctl();) b.idle();
     spdlog::debug("actor {}: done after {} rollouts", comms_.rank, seq_ - 1);
   }
