@@ -239,3 +239,16 @@ TEST(RunDir, AFailedStartIsMovedAsideAndAFinishedRunIsKept) {
   EXPECT_TRUE(fs::exists(dir + "/model.pt"));
   (void)std::system(("rm -rf '" + out + "'").c_str());  // not fs::remove_all: libtorch exports a broken one
 }
+
+TEST(Config, EveryShippedConfigLoads) {
+  // configs/*.toml: a renamed or mistyped key in any of them is an error here, not in a user's run.
+  const auto dir = std::filesystem::path(MPIRL_TEST_PY_DIR) / ".." / ".." / "configs";
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".toml") continue;
+    ++files;
+    EXPECT_EQ(config_error(e.path().string(), {}), "") << e.path();
+  }
+  EXPECT_GE(files, 7) << "configs/ holds default.toml and at least 6 shipped configs";
+  EXPECT_EQ(load_config((dir / "atari_breakout.toml").string(), {}).env.id, "ale:breakout");
+}
