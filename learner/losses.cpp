@@ -30,36 +30,29 @@ Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const mo
   return t;
 }
 
+namespace {
+// Mean over the kept sequences' steps of x [T, B] (every step without a mask; an all-masked batch
+// gives 0, never a division by 0).
+torch::Tensor kept_mean(const torch::Tensor& x, const torch::Tensor& keep) {
+  if (!keep.defined()) return x.mean();
+  return (x * keep.unsqueeze(0)).sum() / (keep.sum().clamp_min(1.0) * double(x.size(0)));
+}
+}  // namespace
+
 torch::Tensor normalize_over_kept(const torch::Tensor& x, const torch::Tensor& keep) {
   torch::Tensor mean, var;
   {
     torch::NoGradGuard g;
-    if (!keep.defined()) {
-      mean = x.mean();
-      var = (x - mean).square().mean();
-    } else {
-      auto w = keep.unsqueeze(0).expand_as(x).to(x.scalar_type());
-      auto n = w.sum().clamp_min(1.0);
-      mean = (x * w).sum() / n;
-      var = ((x - mean).square() * w).sum() / n;
-    }
+    mean = kept_mean(x, keep);
+    var = kept_mean((x - mean).square(), keep);
   }
   return (x - mean) / (var.sqrt() + 1e-8);
 }
 
 namespace {
-// Mean over the kept sequences' steps (no importance weights): the value targets' moments.
-torch::Tensor kept_mean(const torch::Tensor& x, const TrainBatch& b) {
-  if (!b.keep.defined()) return x.mean();
-  return (x * b.keep.unsqueeze(0)).sum() / (b.keep.sum().clamp_min(1.0) * double(x.size(0)));
-}
-
-// Mean over [T, B], each sequence weighted by its importance weight when there is one.
+// Mean over the kept steps, each sequence weighted by its importance weight when there is one.
 torch::Tensor wmean(const torch::Tensor& x, const TrainBatch& b) {
-  if (!b.keep.defined()) return b.weights.defined() ? (x * b.weights.unsqueeze(0)).mean() : x.mean();
-  // Mean over the kept sequences only (an all-masked batch gives 0, never a division by 0).
-  auto w = b.weights.defined() ? b.weights * b.keep : b.keep;
-  return (x * w.unsqueeze(0)).sum() / (b.keep.sum().clamp_min(1.0) * double(x.size(0)));
+  return kept_mean(b.weights.defined() ? x * b.weights.unsqueeze(0) : x, b.keep);
 }
 
 // The policy gradient's advantages, in return units (with PopArt too: dividing them by sigma as
@@ -83,8 +76,8 @@ LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::P
   auto entropy_term = o.entropy_coef_t.defined() ? o.entropy_coef_t * l.entropy : o.entropy_coef * l.entropy;
   l.total = l.policy + o.value_coef * l.value - entropy_term;
   auto vs = t.vt.vs.detach();
-  l.target_mean = kept_mean(vs, b);
-  l.target_sq_mean = kept_mean(vs.square(), b);
+  l.target_mean = kept_mean(vs, b.keep);  // the value targets' moments: no importance weights
+  l.target_sq_mean = kept_mean(vs.square(), b.keep);
   l.mean_rho = t.log_rhos.exp().mean();
   return l;
 }
