@@ -43,7 +43,7 @@ struct Config {
     std::string algo, device, optimizer;
     int threads = 1, batch_size = 1, prefetch = 1, publish_interval = 1;
     double lr = 0, adam_beta1 = 0, adam_beta2 = 0, rmsprop_alpha = 0, rmsprop_momentum = 0, eps = 0;
-    double max_grad_norm = 0, gamma = 0, rho_bar = 1, c_bar = 1, lambda = 1;
+    double max_grad_norm = 0, gamma = 0, rho_bar = 1, c_bar = 1, pg_rho_bar = 1, lambda = 1;
     double value_coef = 0, entropy_coef = 0, appo_clip = 0;
     int appo_epochs = 1, appo_minibatches = 1;
     // Schedules over the step budget (learner/schedule.h): "constant", "linear" or "cosine".

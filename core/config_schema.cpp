@@ -88,6 +88,7 @@ const Schema& schema() {
     m["learner.gamma"] = float_field(0, 1, [](Config& c, double v) { c.learner.gamma = v; });
     m["learner.rho_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.rho_bar = v; });
     m["learner.c_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.c_bar = v; });
+    m["learner.pg_rho_bar"] = float_field(1e-6, inf, [](Config& c, double v) { c.learner.pg_rho_bar = v; });
     m["learner.lambda"] = float_field(0, 1, [](Config& c, double v) { c.learner.lambda = v; });
     m["learner.value_coef"] = float_field(0, inf, [](Config& c, double v) { c.learner.value_coef = v; });
     m["learner.entropy_coef"] = float_field(0, inf, [](Config& c, double v) { c.learner.entropy_coef = v; });

@@ -56,6 +56,7 @@ Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device dev
   lo_.appo_clip = cfg.learner.appo_clip;
   lo_.vtrace.rho_bar = cfg.learner.rho_bar;
   lo_.vtrace.c_bar = cfg.learner.c_bar;
+  lo_.vtrace.pg_rho_bar = cfg.learner.pg_rho_bar;
   lo_.vtrace.lambda = cfg.learner.lambda;
   lo_.reward_scale = cfg.learner.reward_scale;
   lo_.reward_clip = cfg.learner.reward_clip;

@@ -62,6 +62,37 @@ TEST(Trainer, TruncationBootstrapUsesTheCurrentParameters) {
   }
 }
 
+// learner.pg_rho_bar reaches IMPALA's policy gradient: behaviour probabilities of 0.1 against a
+// near-uniform 2-action policy make every rho about 5; clipped at 1 the policy loss is
+// -mean(logp * adv), unclipped -mean(logp * (pi / 0.1) * adv), with pi from the same initial policy.
+TEST(Trainer, PgRhoBarClipsThePolicyGradientsImportanceWeights) {
+  auto policy_loss = [](const std::string& pg_rho_bar, torch::Tensor* logp) {
+    Config cfg = load_config("", {"learner.pg_rho_bar=" + pg_rho_bar, "learner.value_norm=\"none\""});
+    auto spec = envs::env_spec(cfg);
+    NoReducer none;
+    torch::manual_seed(5);
+    Trainer tr(cfg, spec, torch::kCPU, none, StepMode::Eager);
+    torch::manual_seed(6);
+    auto b = batch(4, 3, spec.obs_size());
+    b.behaviour_logp.fill_(std::log(0.1));
+    if (logp) {
+      torch::NoGradGuard g;
+      auto out = tr.policy()->unroll(b.obs, b.is_init, tr.policy()->initial_state(3));
+      *logp = models::log_prob(spec, out.dist.slice(0, 0, 4), b.actions);
+    }
+    return tr.update(b, {}).last.policy.item<double>();
+  };
+  torch::Tensor logp;
+  const double clipped = policy_loss("1.0", &logp), unclipped = policy_loss("1000", nullptr);
+  auto rho = logp.exp() / 0.1;
+  ASSERT_GT(rho.min().item<double>(), 4.0);  // every weight is clipped at 1, none at 1000
+  // Rewards of 1 and fresh values make every advantage positive, so the ratio of the two losses is
+  // a positively weighted mean of rho: within its range, and 1 if pg_rho_bar were not applied.
+  EXPECT_GT(std::abs(clipped), 1e-3);
+  EXPECT_GE(unclipped / clipped, rho.min().item<double>() - 1e-4);
+  EXPECT_LE(unclipped / clipped, rho.max().item<double>() + 1e-4);
+}
+
 TEST(Trainer, ClipGradNormMatchesLibTorch) {
   torch::manual_seed(3);
   for (double max_norm : {0.1, 1.0, 100.0}) {
