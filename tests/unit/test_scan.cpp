@@ -1,6 +1,9 @@
 // linear_scan against a naive loop and finite differences (fp64, real and complex, forward and
 // reverse, random resets), plus GAE / discounted returns against naive loops and hand values.
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/function.h>
+
+#include <set>
 #include <torch/torch.h>
 
 #include "kernels/returns.h"
@@ -190,6 +193,25 @@ TEST(Scan, AtenReferenceEqualsTheKernels) {
         EXPECT_LT((ref[i] - ker[i]).abs().max().item<double>(), 1e-12)
             << "tensor " << i << " " << c10::toString(st) << " reverse " << reverse;
     }
+}
+
+// The ATen scan's backward must stay linear in T: indexing a[t] in the loop gave every step its
+// own full-size [T, N] gradient (a T = 4097 check ran for minutes). Counted as autograd nodes: one
+// per step plus a few, not one per step per input.
+TEST(Scan, AtenReferenceBackwardHasOneNodePerStep) {
+  const int64_t T = 64;
+  auto a = torch::rand({T, 3}).requires_grad_(true), b = torch::randn({T, 3}).requires_grad_(true);
+  auto h = kernels::linear_scan_aten(a, b, torch::zeros({3}), false);
+  std::set<torch::autograd::Node*> seen;
+  std::vector<torch::autograd::Node*> todo{h.grad_fn().get()};
+  while (!todo.empty()) {
+    auto* n = todo.back();
+    todo.pop_back();
+    if (!n || !seen.insert(n).second) continue;
+    for (const auto& e : n->next_edges()) todo.push_back(e.function.get());
+  }
+  EXPECT_LE(seen.size(), size_t(T + 8)) << "autograd nodes behind a T = " << T << " scan";
+  EXPECT_GE(seen.size(), size_t(T));  // one addcmul per step: the count is the graph's, not a stub's
 }
 
 TEST(Scan, RejectsBadInput) {
