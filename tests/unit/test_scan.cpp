@@ -2,9 +2,9 @@
 // reverse, random resets), plus GAE / discounted returns against naive loops and hand values.
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/torch.h>
 
 #include <set>
-#include <torch/torch.h>
 
 #include "kernels/returns.h"
 #include "kernels/scan.h"
