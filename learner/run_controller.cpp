@@ -288,8 +288,9 @@ void RunController::write_summary(const std::string& reason, const nlohmann::jso
   const auto s = summary(reason, wall_, extra, final);
   write_json_atomic(run_dir_ + "/summary.json", s);
   if (final)
-    spdlog::info("run finished ({}): {} env steps in {:.1f} s = {:.0f} SPS, {} updates, mean return {} -> {}", reason,
-                 status_.env_steps, wall_, s["sps"].get<double>(), counts_.updates, s["mean_return"].dump(), run_dir_);
+    spdlog::info("run finished ({}): {} env steps in {:.1f} s = {:.0f} SPS, {} updates, final mean return {} -> {}",
+                 reason, status_.env_steps, wall_, s["sps"].get<double>(), counts_.updates, s["mean_return"].dump(),
+                 run_dir_);
 }
 
 }  // namespace mpirl::learner

@@ -19,9 +19,15 @@ png=$(python3 "$root/scripts/plot_metrics.py" "$dir")
 python3 - "$dir" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1] + "/summary.json"))
+d = s.get("stop_decision") or {}
+solved = d.get("reason") == "stop_mean_return"
+if solved:  # the window that made the decision; episodes drained after it move the final one
+    print(f"solved: mean return {d['mean_return']:.1f} over the last {d['window_episodes']} episodes "
+          f"at {d['env_steps']} env steps ({d['time_s']:.1f} s)")
 r = s["final_mean_return"]
-print(f"mean return {r if r is None else round(r, 1)} over the last 100 episodes after {s['env_steps']} env steps "
-      f"in {s['wall_time_s']:.1f} s ({s['stop_reason']})")
+print(f"at the end{'' if solved else ' (' + s['stop_reason'] + ')'}: mean return "
+      f"{r if r is None else round(r, 1)} over the last 100 episodes, {s['env_steps']} env steps "
+      f"in {s['wall_time_s']:.1f} s")
 PY
 echo "run directory: $dir"
 echo "learning curve: $png"
