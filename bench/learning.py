@@ -253,7 +253,7 @@ def read_results(out):
     results = []
     with open(os.path.join(out, "results.csv")) as f:
         for r in csv.DictReader(f):
-            r = {k: v for k, v in r.items() if v != "" or k not in ("error",)}
+            r = {k: v for k, v in r.items() if not (k == "error" and v == "")}  # "error" marks a failed run
             for k in ("seed", "threshold", "steps_to_threshold", "time_to_threshold_s", "final_mean_return",
                       "env_steps", "wall_time_s", "sps", "policy_lag_mean"):
                 if k in r:
