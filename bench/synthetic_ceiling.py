@@ -61,11 +61,15 @@ def ceiling(args):
 
 
 def inspect(run_dirs):
-    from mpirl_policy import load_policy
+    from mpirl_policy import load_policy, read_config
     gen = torch.Generator().manual_seed(0)
     x, y = sample(20000, gen)
     for run in run_dirs:
-        policy = load_policy(run)
+        policy = load_policy(run)  # names a missing or unreadable run directory
+        env = read_config(os.path.join(run, "config.toml"))["env"]
+        if (env["id"], env["obs_dim"], env["num_actions"]) != ("Synthetic", OBS, RELEVANT):
+            sys.exit(f"{run}: env {env['id']} (obs_dim {env['obs_dim']}, num_actions {env['num_actions']}) is not "
+                     f"the default Synthetic env (obs_dim {OBS}, num_actions {RELEVANT}) this script knows")
         with torch.no_grad():
             logits, _ = policy(x)
         p = logits.softmax(1)
