@@ -8,6 +8,9 @@ metrics.jsonl and summary.json. It writes, into --out:
   results.md     the per-seed table, the medians per task, the machine, the exact commands, and
                  published reference figures with their sources
   curves.png     return vs env steps and vs wall time, one panel pair per task
+With --hold the runs do not stop at the threshold but go on to their budget, and the tables add
+the lowest 100-episode mean after the threshold was first reached: whether a result holds (IMPALA's
+clipped policy gradient let CartPole collapse to a return of 9 after solving it).
 Not a test: numbers depend on the machine. Usage (bench/learning.sh wraps it):
   bench/learning.py --mpirl build/mpirl --tasks cartpole_appo acrobot --seeds 1 2 3 --out bench/out/learning
 """
@@ -79,6 +82,20 @@ def first_at(rows, threshold):
     return None, None
 
 
+def lowest_after(rows, threshold):
+    """The lowest 100-episode mean from the first row at or above threshold to the end (None if never
+    reached): a run that holds its result stays near the threshold, a collapse shows here."""
+    seen, low = False, None
+    for r in rows:
+        v = r.get("mean_return")
+        if v is None or threshold is None:
+            continue
+        seen = seen or v >= threshold
+        if seen:
+            low = v if low is None else min(low, v)
+    return low
+
+
 def read_rows(run_dir):
     rows = []
     path = os.path.join(run_dir, "metrics.jsonl")
@@ -100,7 +117,9 @@ def run_one(args, task, seed):
     over = [*sets, f"run.seed={seed}", f"run.total_env_steps={budget}", f"run.max_wall_seconds={wall}",
             f'run.out_dir="{args.out}/runs"', f'run.name="{name}"', "run.log_interval_s=0.25",
             'run.progress="lines"', 'run.checkpoint="never"', 'replay.dump="never"', "run.tensorboard=false"]
-    if threshold is not None:
+    if args.hold:
+        over.append("run.stop_mean_return=nan")  # a config file's own stop too
+    elif threshold is not None:
         over.append(f"run.stop_mean_return={threshold}")
     for s in over + list(args.set or []):
         cmd += ["--set", s]
@@ -122,6 +141,7 @@ def run_one(args, task, seed):
     res = {"task": task, "seed": seed, "threshold": threshold, "steps_to_threshold": steps,
            "time_to_threshold_s": secs, "final_mean_return": s.get("final_mean_return"), "env_steps": s["env_steps"],
            "wall_time_s": s["wall_time_s"], "sps": s["sps"], "policy_lag_mean": statistics.median(lags) if lags else None,
+           "lowest_after_threshold": lowest_after(rows, threshold),
            "stop_reason": s["stop_reason"], "command": " ".join(shlex.quote(c) for c in cmd),
            "run_dir": run_dir, "launcher_s": time.time() - t0}
     print(f"  {task} seed {seed}: {res['stop_reason']}, return {res['final_mean_return']}, "
@@ -150,7 +170,8 @@ def machine():
 
 def write_outputs(args, results):
     keys = ["task", "seed", "threshold", "steps_to_threshold", "time_to_threshold_s", "final_mean_return",
-            "env_steps", "wall_time_s", "sps", "policy_lag_mean", "stop_reason", "error", "command"]
+            "env_steps", "wall_time_s", "sps", "policy_lag_mean", "lowest_after_threshold", "stop_reason", "error",
+            "command"]
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
@@ -158,27 +179,31 @@ def write_outputs(args, results):
             w.writerow(r)
     lines = [f"# mpirl learning benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
              f"Machine: {machine()}; {args.ranks} MPI ranks (1 learner, 1 replay, {args.ranks - 2} actors), one run "
-             "at a time.", "", "Per seed:", "",
+             "at a time." + (" --hold: every run went on past its threshold to its budget; \"lowest after\" is the "
+                             "lowest 100-episode mean from the threshold on (a collapse shows there)." if args.hold else ""),
+             "", "Per seed:", "",
              "| task | seed | threshold | steps to threshold | time to threshold (s) | final return | env steps | "
-             "wall (s) | SPS | policy lag (median) | stop |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "wall (s) | SPS | policy lag (median) | lowest after | stop |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['task']} | {r['seed']} | failed: {r['error']} |||||||||")
+            lines.append(f"| {r['task']} | {r['seed']} | failed: {r['error']} ||||||||||")
             continue
         lines.append(f"| {r['task']} | {r['seed']} | {fmt(r['threshold'], '{}')} | {fmt(r['steps_to_threshold'])} | "
                      f"{fmt(r['time_to_threshold_s'], '{:.1f}')} | {fmt(r['final_mean_return'], '{:.1f}')} | "
                      f"{r['env_steps']} | {r['wall_time_s']:.1f} | {r['sps']:.0f} | "
-                     f"{fmt(r['policy_lag_mean'], '{:.1f}')} | {r['stop_reason']} |")
+                     f"{fmt(r['policy_lag_mean'], '{:.1f}')} | {fmt(r.get('lowest_after_threshold'), '{:.1f}')} | "
+                     f"{r['stop_reason']} |")
     lines += ["", "Medians per task (steps/time to threshold over the seeds that reached it; n/N reached):", "",
-              "| task | reached | steps to threshold | time to threshold (s) | final return | SPS | lag | reference |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| task | reached | steps to threshold | time to threshold (s) | final return | lowest after | SPS | lag | "
+              "reference |", "|---|---|---|---|---|---|---|---|---|"]
     for task in dict.fromkeys(r["task"] for r in results):
         rs = [r for r in results if r["task"] == task and "error" not in r]
         reached = sum(1 for r in rs if r["steps_to_threshold"] is not None)
         reached = f"{reached}/{len(rs)}" if TASKS[task][2] is not None else f"budget ({len(rs)} runs)"
         lines.append(f"| {task} | {reached} | {fmt(median_of(rs, 'steps_to_threshold'))} | "
                      f"{fmt(median_of(rs, 'time_to_threshold_s'), '{:.1f}')} | "
-                     f"{fmt(median_of(rs, 'final_mean_return'), '{:.1f}')} | {fmt(median_of(rs, 'sps'))} | "
+                     f"{fmt(median_of(rs, 'final_mean_return'), '{:.1f}')} | "
+                     f"{fmt(median_of(rs, 'lowest_after_threshold'), '{:.1f}')} | {fmt(median_of(rs, 'sps'))} | "
                      f"{fmt(median_of(rs, 'policy_lag_mean'), '{:.1f}')} | {REFERENCES.get(task, '-')} |")
     lines += ["", "Commands:", ""] + [f"    {r['command']}" for r in results if "command" in r]
     with open(os.path.join(args.out, "results.md"), "w") as f:
@@ -229,6 +254,9 @@ def main():
                     choices=sorted(TASKS))
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     ap.add_argument("--set", nargs="*", help="extra --set overrides for every run")
+    ap.add_argument("--hold", action="store_true",
+                    help="no stop on the threshold: every run goes on to its budget (raise it with --set "
+                         "run.total_env_steps=...), and the table shows the lowest mean after the threshold")
     ap.add_argument("--report", action="store_true",
                     help="run nothing: rewrite results.md and curves.png from --out's results.csv and runs/")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "learning-" + time.strftime("%Y%m%d-%H%M%S")))
@@ -255,7 +283,7 @@ def read_results(out):
         for r in csv.DictReader(f):
             r = {k: v for k, v in r.items() if not (k == "error" and v == "")}  # "error" marks a failed run
             for k in ("seed", "threshold", "steps_to_threshold", "time_to_threshold_s", "final_mean_return",
-                      "env_steps", "wall_time_s", "sps", "policy_lag_mean"):
+                      "env_steps", "wall_time_s", "sps", "policy_lag_mean", "lowest_after_threshold"):
                 if k in r:
                     r[k] = num(r[k])
             r["run_dir"] = os.path.join(out, "runs", f"{r['task']}-s{r['seed']}")
