@@ -141,7 +141,7 @@ def run_one(args, task, seed):
     res = {"task": task, "seed": seed, "threshold": threshold, "steps_to_threshold": steps,
            "time_to_threshold_s": secs, "final_mean_return": s.get("final_mean_return"), "env_steps": s["env_steps"],
            "wall_time_s": s["wall_time_s"], "sps": s["sps"], "policy_lag_mean": statistics.median(lags) if lags else None,
-           "lowest_after_threshold": lowest_after(rows, threshold),
+           "lowest_after_threshold": lowest_after(rows, threshold), "hold": 1 if args.hold else 0,
            "stop_reason": s["stop_reason"], "command": " ".join(shlex.quote(c) for c in cmd),
            "run_dir": run_dir, "launcher_s": time.time() - t0}
     print(f"  {task} seed {seed}: {res['stop_reason']}, return {res['final_mean_return']}, "
@@ -170,40 +170,45 @@ def machine():
 
 def write_outputs(args, results):
     keys = ["task", "seed", "threshold", "steps_to_threshold", "time_to_threshold_s", "final_mean_return",
-            "env_steps", "wall_time_s", "sps", "policy_lag_mean", "lowest_after_threshold", "stop_reason", "error",
-            "command"]
+            "env_steps", "wall_time_s", "sps", "policy_lag_mean", "lowest_after_threshold", "hold", "stop_reason",
+            "error", "command"]
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
         for r in results:
             w.writerow(r)
+    # "lowest after" only means something for runs that went on past their threshold (--hold,
+    # recorded per run in results.csv so that --report keeps it).
+    hold = bool(args.hold) or any(r.get("hold") for r in results)
+    low_h, low_sep = (" lowest after |", "---|") if hold else ("", "")
+    note = (" --hold: every run went on past its threshold to its budget; \"lowest after\" is the lowest "
+            "100-episode mean from the first at or above the threshold on (a collapse shows there).") if hold else ""
     lines = [f"# mpirl learning benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
              f"Machine: {machine()}; {args.ranks} MPI ranks (1 learner, 1 replay, {args.ranks - 2} actors), one run "
-             "at a time." + (" --hold: every run went on past its threshold to its budget; \"lowest after\" is the "
-                             "lowest 100-episode mean from the threshold on (a collapse shows there)." if args.hold else ""),
-             "", "Per seed:", "",
+             "at a time." + note, "", "Per seed:", "",
              "| task | seed | threshold | steps to threshold | time to threshold (s) | final return | env steps | "
-             "wall (s) | SPS | policy lag (median) | lowest after | stop |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "wall (s) | SPS | policy lag (median) |" + low_h + " stop |",
+             "|---|---|---|---|---|---|---|---|---|---|" + low_sep + "---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['task']} | {r['seed']} | failed: {r['error']} ||||||||||")
+            lines.append(f"| {r['task']} | {r['seed']} | failed: {r['error']} ||||||||" + ("||" if hold else "|"))
             continue
+        low = f" {fmt(r.get('lowest_after_threshold'), '{:.1f}')} |" if hold else ""
         lines.append(f"| {r['task']} | {r['seed']} | {fmt(r['threshold'], '{}')} | {fmt(r['steps_to_threshold'])} | "
                      f"{fmt(r['time_to_threshold_s'], '{:.1f}')} | {fmt(r['final_mean_return'], '{:.1f}')} | "
                      f"{r['env_steps']} | {r['wall_time_s']:.1f} | {r['sps']:.0f} | "
-                     f"{fmt(r['policy_lag_mean'], '{:.1f}')} | {fmt(r.get('lowest_after_threshold'), '{:.1f}')} | "
-                     f"{r['stop_reason']} |")
+                     f"{fmt(r['policy_lag_mean'], '{:.1f}')} |{low} {r['stop_reason']} |")
     lines += ["", "Medians per task (steps/time to threshold over the seeds that reached it; n/N reached):", "",
-              "| task | reached | steps to threshold | time to threshold (s) | final return | lowest after | SPS | lag | "
-              "reference |", "|---|---|---|---|---|---|---|---|---|"]
+              "| task | reached | steps to threshold | time to threshold (s) | final return |" + low_h +
+              " SPS | lag | reference |", "|---|---|---|---|---|" + low_sep + "---|---|---|"]
     for task in dict.fromkeys(r["task"] for r in results):
         rs = [r for r in results if r["task"] == task and "error" not in r]
         reached = sum(1 for r in rs if r["steps_to_threshold"] is not None)
         reached = f"{reached}/{len(rs)}" if TASKS[task][2] is not None else f"budget ({len(rs)} runs)"
+        low = f" {fmt(median_of(rs, 'lowest_after_threshold'), '{:.1f}')} |" if hold else ""
         lines.append(f"| {task} | {reached} | {fmt(median_of(rs, 'steps_to_threshold'))} | "
                      f"{fmt(median_of(rs, 'time_to_threshold_s'), '{:.1f}')} | "
-                     f"{fmt(median_of(rs, 'final_mean_return'), '{:.1f}')} | "
-                     f"{fmt(median_of(rs, 'lowest_after_threshold'), '{:.1f}')} | {fmt(median_of(rs, 'sps'))} | "
+                     f"{fmt(median_of(rs, 'final_mean_return'), '{:.1f}')} |{low} {fmt(median_of(rs, 'sps'))} | "
                      f"{fmt(median_of(rs, 'policy_lag_mean'), '{:.1f}')} | {REFERENCES.get(task, '-')} |")
     lines += ["", "Commands:", ""] + [f"    {r['command']}" for r in results if "command" in r]
     with open(os.path.join(args.out, "results.md"), "w") as f:
@@ -256,7 +261,8 @@ def main():
     ap.add_argument("--set", nargs="*", help="extra --set overrides for every run")
     ap.add_argument("--hold", action="store_true",
                     help="no stop on the threshold: every run goes on to its budget (raise it with --set "
-                         "run.total_env_steps=...), and the table shows the lowest mean after the threshold")
+                         "run.total_env_steps=..., and the task's wall-clock limit with run.max_wall_seconds=...), "
+                         "and the tables add the lowest mean after the threshold")
     ap.add_argument("--report", action="store_true",
                     help="run nothing: rewrite results.md and curves.png from --out's results.csv and runs/")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "learning-" + time.strftime("%Y%m%d-%H%M%S")))
@@ -283,7 +289,7 @@ def read_results(out):
         for r in csv.DictReader(f):
             r = {k: v for k, v in r.items() if not (k == "error" and v == "")}  # "error" marks a failed run
             for k in ("seed", "threshold", "steps_to_threshold", "time_to_threshold_s", "final_mean_return",
-                      "env_steps", "wall_time_s", "sps", "policy_lag_mean", "lowest_after_threshold"):
+                      "env_steps", "wall_time_s", "sps", "policy_lag_mean", "lowest_after_threshold", "hold"):
                 if k in r:
                     r[k] = num(r[k])
             r["run_dir"] = os.path.join(out, "runs", f"{r['task']}-s{r['seed']}")

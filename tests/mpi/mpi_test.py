@@ -921,25 +921,26 @@ def case_learn_synthetic_defaults(args):
 
 
 def case_learn_impala_holds_under_lag(args):
-    # IMPALA with the defaults must keep CartPole solved past 475 with a policy lag near 27 updates (a
-    # replay queue of 24 batches; 14 actors gave that lag on a 16-core machine). With the IMPALA
-    # paper's policy-gradient clip (learner.pg_rho_bar=1, the old default) 5 of 5 such runs ended at a
-    # return of 9.4 (a deterministic policy) by 6M steps; with 10, 5 of 5 ended at 500.
+    # IMPALA with the defaults must keep CartPole solved past 475 at a policy lag near 27 updates (14
+    # actors gave that lag on a 16-core machine). The replay holds at least 23 batches before it
+    # samples (min_size_to_sample), so the lag does not depend on which of learner and actors is
+    # faster; the learner is pinned to the CPU all the same. With the IMPALA paper's policy-gradient
+    # clip (learner.pg_rho_bar=1, the old default) this run ended at a return of 9 (a deterministic
+    # policy; 5 of 5 seeds without min_size_to_sample); with 10, 4 of 4 seeds ended at 500.
     seed = int(os.environ.get("MPIRL_SEED", "1"))
     budget = 6000000
-    p, dt, d = run(args, 4, [f"run.seed={seed}", "replay.capacity=768", f"run.total_env_steps={budget}",
-                             "run.max_wall_seconds=600", "run.log_interval_s=0.5"], 700)
+    p, dt, d = run(args, 4, [f"run.seed={seed}", "replay.capacity=768", "replay.min_size_to_sample=736",
+                             'learner.device="cpu"', f"run.total_env_steps={budget}", "run.max_wall_seconds=600",
+                             "run.log_interval_s=0.5"], 700)
     s = finished_run(p, d, budget)
     with open(os.path.join(d, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     lags = sorted(r["policy_lag_mean"] for r in rows if r.get("policy_lag_mean"))
     lag = lags[len(lags) // 2] if lags else 0.0
     r = s["final_mean_return"]
-    print(f"RESULT IMPALA defaults, replay.capacity=768, seed {seed}: mean return {r} after {s['env_steps']} env "
-          f"steps ({s['stop_reason']}), median policy lag {lag:.1f}")
-    # The lag is what the replay queue gives when the learner is the bottleneck (16-28 measured; the
-    # defaults' own 10-12 also collapsed 5 of 5 runs with the old clip).
-    check(lag >= 12, f"the run had the policy lag it is about: median {lag:.1f} >= 12 updates")
+    print(f"RESULT IMPALA defaults, policy lag {lag:.1f} (median), seed {seed}: mean return {r} after "
+          f"{s['env_steps']} env steps ({s['stop_reason']})")
+    check(lag >= 20, f"the run had the policy lag it is about: median {lag:.1f} >= 20 updates")
     check(s["stop_reason"] == "total_env_steps", f"ran to its step budget ({s['stop_reason']})")
     best = max((x["mean_return"] for x in rows if x.get("mean_return") is not None), default=0)
     check(best >= 475, f"solved it at some point: best 100-episode mean {best} >= 475")
