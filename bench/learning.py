@@ -85,15 +85,11 @@ def first_at(rows, threshold):
 def lowest_after(rows, threshold):
     """The lowest 100-episode mean from the first row at or above threshold to the end (None if never
     reached): a run that holds its result stays near the threshold, a collapse shows here."""
-    seen, low = False, None
-    for r in rows:
-        v = r.get("mean_return")
-        if v is None or threshold is None:
-            continue
-        seen = seen or v >= threshold
-        if seen:
-            low = v if low is None else min(low, v)
-    return low
+    if threshold is None:
+        return None
+    vals = [r["mean_return"] for r in rows if r.get("mean_return") is not None]
+    first = next((i for i, v in enumerate(vals) if v >= threshold), None)
+    return None if first is None else min(vals[first:])
 
 
 def read_rows(run_dir):
