@@ -925,7 +925,7 @@ def case_learn_synthetic_defaults(args):
 
 def impala_under_lag(args, what, budget, extra):
     """CartPole with IMPALA at a policy lag near 27 updates (14 actors gave that lag on a 16-core
-    machine), run past 475 to `budget` env steps; returns the metrics rows and the summary. The replay
+    machine), run past 475 to `budget` env steps; returns the metrics rows. The replay
     holds at least 23 batches before it samples (min_size_to_sample), so the lag does not depend on
     which of learner and actors is faster; the learner is pinned to the CPU all the same."""
     seed = int(os.environ.get("MPIRL_SEED", "1"))
