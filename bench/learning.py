@@ -64,7 +64,9 @@ REFERENCES = {
                 "gymnax PPO ckpt: -130 at 1M steps",
     "synthetic_default": "optimal 200 (200 steps, reward 1 for the right one of 4 actions); chance 50",
     "atari_breakout": "Sample Factory 2 APPO, Hugging Face checkpoints: 727.20 / 724.50 / 538.75 (3 seeds) after "
-                      "2B frames (frame-skip 4 counted: about 500M env steps); CleanRL/SF give no figure at 1M",
+                      "2B frames (frame-skip 4 counted: about 500M env steps); CleanRL/SF give no figure at 1M; "
+                      "CleanRL ppo_atari_envpool_xla_jax_scan (Breakout-v5 without sticky actions), Hugging Face "
+                      "card vwxyzjn/...-seed3: 457.10 +- 134.14, its budget not stated there",
     "minatar_breakout": _MINATAR.format(dqn=10, ac=17.5, gx=28),
     "minatar_asterix": _MINATAR.format(dqn=17, ac=19, gx=15),
     "minatar_freeway": _MINATAR.format(dqn=50, ac=47, gx=58),
