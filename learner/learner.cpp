@@ -204,7 +204,14 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
                           {"learner_param_max_abs_diff", param_difference(comms, policy)}};
   if (publisher)
     extra["params_published"] = {{"broadcasts", publisher->schedule().published()},
-                                 {"last_version", publisher->schedule().last_version()}};
+                                 {"last_version", publisher->schedule().last_version()},
+                                 {"completed", publisher->schedule().completed()},
+                                 {"broadcast_s_mean", publisher->schedule().mean_seconds()},
+                                 {"broadcast_s_max", publisher->schedule().max_seconds()}};
+  if (publisher && lead)
+    spdlog::info("parameter broadcasts: {} to the actors, {:.3f} s on average from start to completion (longest "
+                 "{:.3f} s)", publisher->schedule().published(), publisher->schedule().mean_seconds(),
+                 publisher->schedule().max_seconds());
   if (lead && evaluator.enabled()) {
     for (const auto& row : evaluator.finished()) run.on_eval(row);  // one that ended since the last update
     extra["eval"] = evaluator.counts();

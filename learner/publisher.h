@@ -6,6 +6,7 @@
 
 #include "comm/param_channel.h"
 #include "comm/ranks.h"
+#include "core/clock.h"
 #include "learner/publish_schedule.h"
 #include "models/policy.h"
 
@@ -18,7 +19,7 @@ class Publisher {
   void due() { schedule_.due(); }
   // `version`: of the parameters as they are now (the updates so far).
   void poll(int64_t version) {
-    const int64_t v = schedule_.take(channel_.idle(), version);
+    const int64_t v = schedule_.take(channel_.idle(), version, now_seconds());
     if (v < 0) return;
     models::write_flat(policy_, flat_.data());
     channel_.publish(flat_.data(), v);

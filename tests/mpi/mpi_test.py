@@ -176,6 +176,9 @@ def case_rollout_many_envs(args):
     check(pub["broadcasts"] >= 2 and pub["last_version"] >= s["learner_updates"] - 2 * 4,
           f"the newest parameters went out: last broadcast v{pub['last_version']} after {s['learner_updates']} updates "
           f"({pub['broadcasts']} broadcasts)")
+    check(pub["completed"] >= pub["broadcasts"] - 1 and 0 < pub["broadcast_s_mean"] <= pub["broadcast_s_max"],
+          f"each broadcast but the last is timed: {pub['completed']} of {pub['broadcasts']}, mean "
+          f"{pub['broadcast_s_mean']} s, longest {pub['broadcast_s_max']} s")
 
 
 def case_prioritized_two_learners(args):

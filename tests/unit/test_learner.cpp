@@ -126,6 +126,25 @@ TEST(PublishSchedule, ADuePublishWaitsForTheChannelAndCarriesTheNewestVersion) {
   EXPECT_EQ(s.last_version(), 7);
 }
 
+TEST(PublishSchedule, TimesEachBroadcastFromItsStartToTheFirstIdleChannel) {
+  PublishSchedule s;
+  s.due();
+  EXPECT_EQ(s.take(true, 4, 1.0), 4);   // starts at t = 1
+  EXPECT_EQ(s.take(false, 5, 1.5), -1);  // in flight
+  EXPECT_EQ(s.completed(), 0);
+  EXPECT_EQ(s.take(true, 6, 3.0), -1);  // seen complete at t = 3 (nothing due): 2 s
+  EXPECT_EQ(s.completed(), 1);
+  EXPECT_DOUBLE_EQ(s.mean_seconds(), 2.0);
+  s.due();
+  EXPECT_EQ(s.take(true, 7, 3.5), 7);
+  EXPECT_EQ(s.take(true, 8, 3.75), -1);  // 0.25 s
+  EXPECT_EQ(s.take(true, 9, 10.0), -1);  // idle and nothing in flight: no third broadcast counted
+  EXPECT_EQ(s.completed(), 2);
+  EXPECT_DOUBLE_EQ(s.mean_seconds(), 1.125);
+  EXPECT_DOUBLE_EQ(s.max_seconds(), 2.0);
+  EXPECT_EQ(s.published(), 2);
+}
+
 TEST(GpuPick, ByIndexAmongTheNodesLearnersNotByLocalRank) {
   // Two learners on a node with two GPUs: one each, whatever their world or local ranks.
   auto a = pick_gpu("auto", 0, 2, 2, 0, "n1"), b = pick_gpu("auto", 1, 2, 2, 5, "n1");
