@@ -34,7 +34,7 @@ class Actor {
             cfg, cfg.env.num_envs,
             envs::mix_seed(segment ? seed_ : cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))))),
         spec_(venv_->spec()), layout_(SeqLayout(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_))), policy_(spec_, models::model_options(cfg)),
-        params_(comms.publish, models::num_params(policy_)),
+        params_(comms.publish, models::num_params(policy_), cfg.actor.param_tests),
         acting_(policy_, E_, envs::mix_seed(segment ? seed_ : cfg.run.seed, 77 + uint64_t(comms.rank))) {
     policy_->eval();
     MPIRL_CHECK(policy_->state_size() == layout_.state_size(), "core state size {} != layout's {}",

@@ -8,17 +8,25 @@
 
 namespace mpirl {
 
-ParamChannel::ParamChannel(MPI_Comm publish, int64_t num_params)
+ParamChannel::ParamChannel(MPI_Comm publish, int64_t num_params, int tests_per_poll)
     : comm_(publish), n_(num_params) {
   msg_.buf.resize(wire::kHeaderRegion + size_t(num_params) * sizeof(float));
+  tests_ = tests_per_poll > 0 ? tests_per_poll : auto_tests_per_poll(msg_.buf.size());
 }
 
-bool ParamChannel::idle() {
+int ParamChannel::auto_tests_per_poll(size_t message_bytes) {
+  const size_t k = (message_bytes + 65535) / 65536;
+  return int(k < 1 ? 1 : k > 128 ? 128 : k);
+}
+
+bool ParamChannel::test() {
   if (msg_.req == MPI_REQUEST_NULL) return true;
   int done = 0;
-  MPIRL_MPI(MPI_Test(&msg_.req, &done, MPI_STATUS_IGNORE));
+  for (int i = 0; i < tests_ && !done; ++i) MPIRL_MPI(MPI_Test(&msg_.req, &done, MPI_STATUS_IGNORE));
   return done != 0;
 }
+
+bool ParamChannel::idle() { return test(); }
 
 void ParamChannel::start(bool stop, const float* params, int64_t version) {
   wire::Envelope env;
@@ -51,9 +59,7 @@ void ParamChannel::post() {
 
 ParamChannel::Got ParamChannel::poll(float* dst, int64_t* version) {
   if (msg_.req == MPI_REQUEST_NULL) return Got::Nothing;
-  int done = 0;
-  MPIRL_MPI(MPI_Test(&msg_.req, &done, MPI_STATUS_IGNORE));
-  if (!done) return Got::Nothing;
+  if (!test()) return Got::Nothing;
   auto msg = wire::decode(msg_.buf.data(), msg_.buf.size(), -1, {wire::Kind::Params, wire::Kind::Stop});
   if (msg.env.kind == wire::Kind::Stop) return Got::Stop;
   if (msg.env.arrays.size() != 1 || msg.env.arrays[0].elements() != size_t(n_))

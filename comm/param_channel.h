@@ -4,6 +4,13 @@
 // when the previous one has completed (otherwise it skips that publish), and actors keep one
 // broadcast posted and test it between env steps. The run ends with a Stop broadcast, so every
 // posted broadcast is matched before MPI_Finalize.
+//
+// Each test is up to `tests_per_poll` MPI_Test calls (stopping when it completes). A large
+// broadcast that the transport moves in fragments (TCP between nodes; shared memory without a
+// single-copy mechanism) advances about one fragment step per MPI call, so one test per env step
+// let a 6.7 MB Atari network take hundreds of env steps to arrive (bench/param_broadcast.cpp).
+// The automatic count is one per 64 KiB of parameters (1 to 128): small networks test once, as
+// before; an idle test costs tens to hundreds of nanoseconds.
 #include <mpi.h>
 
 #include <cstdint>
@@ -14,7 +21,10 @@ namespace mpirl {
 
 class ParamChannel {
  public:
-  ParamChannel(MPI_Comm publish, int64_t num_params);
+  // tests_per_poll <= 0: auto_tests_per_poll of the message size.
+  ParamChannel(MPI_Comm publish, int64_t num_params, int tests_per_poll = 0);
+  static int auto_tests_per_poll(size_t message_bytes);
+  int tests_per_poll() const { return tests_; }
   ParamChannel(const ParamChannel&) = delete;
   ParamChannel& operator=(const ParamChannel&) = delete;
 
@@ -34,8 +44,10 @@ class ParamChannel {
 
  private:
   void start(bool stop, const float* params, int64_t version);
+  bool test();  // up to tests_ MPI_Test calls on the broadcast in flight; true once it completed
   MPI_Comm comm_;
   int64_t n_;
+  int tests_ = 1;
   MsgBuffer msg_;  // the broadcast's frame; kept for MPI if destroyed mid-broadcast (a fatal error)
   uint64_t seq_ = 0;
 };

@@ -222,7 +222,7 @@ const std::vector<std::string>& resume_safe_keys() {
   static const std::vector<std::string> k = {
       "run.total_env_steps", "run.max_wall_seconds", "run.stop_mean_return", "run.log_interval_s", "run.progress", "run.tensorboard",
       "run.stall_timeout_s", "run.checkpoint", "run.checkpoint_interval_s", "run.checkpoint_every_updates", "run.keep_checkpoints",
-      "run.resume", "replay.dump", "replay.dump_interval_s", "actor.threads", "learner.threads",
+      "run.resume", "replay.dump", "replay.dump_interval_s", "actor.threads", "actor.param_tests", "learner.threads",
       "learner.device", "learner.collective_timeout_s", "learner.cuda_graph", "learner.self_check",
       "eval.interval_s", "eval.episodes", "eval.threads", "eval.greedy",
       "kernels.scan_backend"};

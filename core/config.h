@@ -30,7 +30,7 @@ struct Config {
     std::string kwargs;  // JSON object: keyword arguments for Python envs (gym:, py:)
   } env;
   struct Actor {
-    int rollout_len = 1, max_inflight = 2, threads = 1;
+    int rollout_len = 1, max_inflight = 2, threads = 1, param_tests = 0;
   } actor;
   struct Replay {
     int capacity = 1;

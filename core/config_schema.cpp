@@ -54,6 +54,7 @@ const Schema& schema() {
     m["actor.rollout_len"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.actor.rollout_len = int(v); });
     m["actor.max_inflight"] = int_field(1, 64, [](Config& c, int64_t v) { c.actor.max_inflight = int(v); });
     m["actor.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.actor.threads = int(v); });
+    m["actor.param_tests"] = int_field(0, 4096, [](Config& c, int64_t v) { c.actor.param_tests = int(v); });
     m["replay.capacity"] = int_field(1, 1 << 30, [](Config& c, int64_t v) { c.replay.capacity = int(v); });
     m["replay.selector"] = string_field({"fifo", "uniform", "prioritized"}, [](Config& c, std::string v) { c.replay.selector = v; });
     m["replay.max_times_sampled"] = int_field(0, 9.0e15, [](Config& c, int64_t v) { c.replay.max_times_sampled = v; });

@@ -14,8 +14,10 @@ namespace mpirl::learner {
 
 class Publisher {
  public:
-  Publisher(const Comms& comms, models::Policy& policy)
-      : policy_(policy), flat_(size_t(models::num_params(policy))), channel_(comms.publish, int64_t(flat_.size())) {}
+  Publisher(const Comms& comms, models::Policy& policy, int tests_per_poll)
+      : policy_(policy),
+        flat_(size_t(models::num_params(policy))),
+        channel_(comms.publish, int64_t(flat_.size()), tests_per_poll) {}
   void due() { schedule_.due(); }
   // `version`: of the parameters as they are now (the updates so far).
   void poll(int64_t version) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "envs/builtin.h"
+#include "comm/param_channel.h"
 #include "comm/seq_layout.h"
 #include "comm/wire.h"
 
@@ -165,4 +166,13 @@ TEST(SeqLayout, BootSlotsBoundTheTruncationsOfOneSequence) {
   EXPECT_EQ(boot_slots(s, 401), 3);  // steps 0..400 can hold truncations at 0, 200 and 400
   s.max_episode_steps = 1;
   EXPECT_EQ(boot_slots(s, 16), 16);
+}
+
+TEST(ParamChannel, TestsPerPollGrowWithTheMessageOnePer64KiB) {
+  EXPECT_EQ(ParamChannel::auto_tests_per_poll(0), 1);
+  EXPECT_EQ(ParamChannel::auto_tests_per_poll(20 * 1024), 1);     // CartPole's MLP: one test, as before
+  EXPECT_EQ(ParamChannel::auto_tests_per_poll(65536), 1);
+  EXPECT_EQ(ParamChannel::auto_tests_per_poll(65537), 2);
+  EXPECT_EQ(ParamChannel::auto_tests_per_poll(6746780 + 4096), 104);  // the Atari Nature CNN
+  EXPECT_EQ(ParamChannel::auto_tests_per_poll(size_t(1) << 30), 128);  // capped
 }
