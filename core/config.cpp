@@ -257,15 +257,22 @@ Config load_config(const std::string& file, const std::vector<std::string>& over
 }
 
 Config parse_resolved_config(const std::string& toml_text) {
-  return extract(parse_text(toml_text, "<resolved config>"));
+  // Over the defaults: a run's config.toml written before a key existed loads (for eval, export,
+  // the replay tools and resume), the new key at its default.
+  toml::table tbl = parse_text(default_config_toml(), "<default config>");
+  merge(tbl, parse_text(toml_text, "<resolved config>"), "", "a run's resolved config");
+  return extract(tbl);
 }
 
 std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml) {
   const toml::table a = parse_text(before_toml, "the checkpoint's config"), b = parse_text(after_toml, "the new config");
+  const toml::table d = parse_text(default_config_toml(), "<default config>");
   std::vector<ConfigChange> out;
   for (const auto& [key, field] : schema()) {
-    auto na = a.at_path(key), nb = b.at_path(key);
+    auto na = a.at_path(key), nb = b.at_path(key), nd = d.at_path(key);
     const std::string va = na.node() ? render(*na.node()) : "(absent)", vb = nb.node() ? render(*nb.node()) : "(absent)";
+    // A key newer than the checkpoint, left at its default, is no change: an older run resumes.
+    if (!na.node() && nd.node() && render(*nd.node()) == vb) continue;
     if (va != vb) out.push_back({key, va, vb});
   }
   return out;

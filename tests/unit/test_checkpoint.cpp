@@ -14,6 +14,7 @@
 
 #include "core/checkpoint.h"
 #include "core/config.h"
+#include "tests/common/config_text.h"
 #include "core/error.h"
 #include "core/run_dir.h"
 #include "envs/registry.h"
@@ -226,6 +227,19 @@ TEST(Checkpoint, ResumeRefusesUnsafeConfigChangesNamingTheKey) {
   ASSERT_EQ(ch.size(), 1u);
   EXPECT_EQ(ch[0].key, "learner.lr");
   EXPECT_EQ(ch[0].after, "0.0001");
+}
+
+TEST(Checkpoint, AKeyNewerThanTheCheckpointResumesAtItsDefaultOnly) {
+  // A checkpoint written before learner.eps existed: the new version resumes it when eps is at
+  // its default, and refuses a different eps, naming it as absent before.
+  const auto old = mpirl::testing::without_key(load_config("", {}).resolved_toml, "learner.eps");
+  EXPECT_NO_THROW(ckpt::check_resume_config(old, load_config("", {}).resolved_toml, "runs/x"));
+  try {
+    ckpt::check_resume_config(old, load_config("", {"learner.eps=0.01"}).resolved_toml, "runs/x");
+    ADD_FAILURE() << "a non-default value of a newer key was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'learner.eps' changed from (absent) to 0.01"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Checkpoint, LearnerStateRoundTripsAndMalformedIsNamed) {

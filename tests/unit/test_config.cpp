@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "core/config.h"
+#include "tests/common/config_text.h"
 #include "core/run_dir.h"
 #include "core/error.h"
 #include "comm/ranks.h"
@@ -251,4 +252,22 @@ TEST(Config, EveryShippedConfigLoads) {
   }
   EXPECT_GE(files, 7) << "configs/ holds default.toml and at least 6 shipped configs";
   EXPECT_EQ(load_config((dir / "atari_breakout.toml").string(), {}).env.id, "ale:breakout");
+}
+
+TEST(Config, AnOlderRunsResolvedConfigLoadsWithNewerKeysAtTheirDefaults) {
+  const auto full = load_config("", {"learner.lr=0.0002"}).resolved_toml;
+  using mpirl::testing::without_key;
+  const Config c = parse_resolved_config(without_key(without_key(full, "learner.eps"), "actor.param_tests"));
+  EXPECT_DOUBLE_EQ(c.learner.eps, load_config("", {}).learner.eps);  // absent: the default
+  EXPECT_EQ(c.actor.param_tests, 0);
+  EXPECT_DOUBLE_EQ(c.learner.lr, 0.0002);  // present: the run's own value
+  // A key this version does not know is still refused, naming it.
+  try {
+    std::string newer = full;
+    newer.insert(newer.find("[learner]\n") + 10, "no_such_key = 1\n");  // a key from a newer mpirl
+    parse_resolved_config(newer);
+    ADD_FAILURE() << "an unknown key was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_key"), std::string::npos) << e.what();
+  }
 }
