@@ -72,10 +72,7 @@ int eval_main(const EvalOptions& o) {
     }
     const PolicyFiles files = find_policy(run_dir);
     const fs::path cfg_path = files.config, model_path = files.model;
-    std::ifstream in(cfg_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    Config cfg = parse_resolved_config(ss.str());
+    Config cfg = load_run_config(cfg_path.string());
     // Up to 8 envs in parallel (built-in or Python, as in training); env e plays a fixed quota of
     // episodes so that short episodes are not over-counted.
     // A video follows one env through its episodes.

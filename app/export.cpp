@@ -48,10 +48,7 @@ std::string find_python_dir(std::string& tried) {
 // A policy.json for a run that has none (runs from before it was written): the env built once
 // from the run's config gives its spaces. Returns the temporary file's path.
 std::string spec_from_env(const std::string& config_path) {
-  std::ifstream in(config_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Config cfg = parse_resolved_config(ss.str());
+  Config cfg = load_run_config(config_path);
   cfg.env.num_envs = 1;
   auto venv = envs::make_vector_env(cfg, 1, 0);
   std::string path = (fs::temp_directory_path() / "mpirl-export-XXXXXX.json").string();

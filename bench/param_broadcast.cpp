@@ -1,7 +1,8 @@
 // Polls per parameter broadcast: learner 0 (rank 0) publishes through comm/param_channel.h and
 // every rank tests the broadcast once per simulated env step (a sleep), as the actors and the
 // learner do. Prints, for each MPI_Test count per poll, the most polls any rank needed per
-// broadcast and the wall time. Fragmenting transports need many MPI calls per broadcast; compare
+// broadcast and the slowest rank's mean wall time per broadcast. Fragmenting transports need many
+// MPI calls per broadcast; compare
 //   mpirun -n 16 --oversubscribe build/bench_param_broadcast
 //   mpirun -n 16 --oversubscribe --mca btl_vader_single_copy_mechanism none build/bench_param_broadcast
 // Flags: --params N (floats; default 1686695, the Atari Nature CNN), --step-us S (default 1000),
@@ -27,7 +28,11 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "flag %s needs a value\n", argv[i]);
+      std::exit(2);
+    }
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--params") a.params = std::atol(v.c_str());
     else if (k == "--step-us") a.step_us = std::atoi(v.c_str());
@@ -44,6 +49,10 @@ Args parse(int argc, char** argv) {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       std::exit(2);
     }
+  }
+  if (a.reps < 1 || a.params < 1 || a.step_us < 0) {
+    std::fprintf(stderr, "--reps and --params must be at least 1, --step-us at least 0\n");
+    std::exit(2);
   }
   return a;
 }
@@ -103,7 +112,7 @@ int main(int argc, char** argv) {
     MPI_Reduce(&worst, &all, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&s, &smax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0)
-      std::printf("{\"tests_per_poll\": %d%s, \"max_polls_per_broadcast\": %ld, \"mean_s\": %.4f}\n", used,
+      std::printf("{\"tests_per_poll\": %d%s, \"max_polls_per_broadcast\": %ld, \"slowest_rank_mean_s\": %.4f}\n", used,
                   k <= 0 ? ", \"auto\": true" : "", all, smax);
   }
   MPI_Finalize();

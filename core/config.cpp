@@ -7,6 +7,7 @@
 #include <optional>
 #include <algorithm>
 #include <vector>
+#include <fstream>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -256,23 +257,53 @@ Config load_config(const std::string& file, const std::vector<std::string>& over
   return c;
 }
 
-Config parse_resolved_config(const std::string& toml_text) {
-  // Over the defaults: a run's config.toml written before a key existed loads (for eval, export,
-  // the replay tools and resume), the new key at its default.
+Config parse_resolved_config(const std::string& toml_text, std::vector<std::string>* defaulted) {
+  // A run's config.toml written before a key existed loads (for eval, export and the replay
+  // tools), that key at its default and listed in `defaulted`; keys this version does not know
+  // are ignored, as before. Text that lacks a whole section or env.id is not a resolved config.
+  const toml::table text = parse_text(toml_text, "<resolved config>");
   toml::table tbl = parse_text(default_config_toml(), "<default config>");
-  merge(tbl, parse_text(toml_text, "<resolved config>"), "", "a run's resolved config");
+  for (auto&& [section, _] : tbl)
+    if (!text.get_as<toml::table>(section.str()))
+      throw ConfigError(fmt::format("not a complete resolved config: no [{}] section", section.str()));
+  if (!text.at_path("env.id").node()) throw ConfigError("not a complete resolved config: no env.id");
+  for (const auto& [key, field] : schema()) {
+    const size_t dot = key.find('.');
+    auto node = text.at_path(key);
+    if (!node.node()) {
+      if (defaulted) defaulted->push_back(key);
+      continue;
+    }
+    tbl.get_as<toml::table>(key.substr(0, dot))->insert_or_assign(key.substr(dot + 1), *node.node());
+  }
   return extract(tbl);
+}
+
+Config load_run_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(fmt::format("cannot read '{}'", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::vector<std::string> defaulted;
+  try {
+    Config c = parse_resolved_config(ss.str(), &defaulted);
+    if (!defaulted.empty())
+      fmt::print(stderr, "{} predates {} config key(s); using their defaults: {}\n", path, defaulted.size(),
+                 fmt::join(defaulted, ", "));
+    return c;
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", path, e.what()));
+  }
 }
 
 std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml) {
   const toml::table a = parse_text(before_toml, "the checkpoint's config"), b = parse_text(after_toml, "the new config");
-  const toml::table d = parse_text(default_config_toml(), "<default config>");
   std::vector<ConfigChange> out;
   for (const auto& [key, field] : schema()) {
-    auto na = a.at_path(key), nb = b.at_path(key), nd = d.at_path(key);
+    auto na = a.at_path(key), nb = b.at_path(key);
+    // A key newer than the checkpoint is "(absent)" there, so it counts as changed unless it may
+    // change on resume: today's default need not be what the code did before the key existed.
     const std::string va = na.node() ? render(*na.node()) : "(absent)", vb = nb.node() ? render(*nb.node()) : "(absent)";
-    // A key newer than the checkpoint, left at its default, is no change: an older run resumes.
-    if (!na.node() && nd.node() && render(*nd.node()) == vb) continue;
     if (va != vb) out.push_back({key, va, vb});
   }
   return out;

@@ -88,8 +88,14 @@ const std::string& default_config_toml();
 // Throws ConfigError naming the file/key and what was expected.
 Config load_config(const std::string& file, const std::vector<std::string>& overrides);
 
-// Parses an already resolved TOML text (as broadcast by rank 0).
-Config parse_resolved_config(const std::string& toml_text);
+// Parses an already resolved TOML text (as broadcast by rank 0, or a run's config.toml). Keys it
+// lacks (added to mpirl since it was written) take their defaults and are appended to
+// `defaulted`; a text without one of the sections or env.id is refused (ConfigError).
+Config parse_resolved_config(const std::string& toml_text, std::vector<std::string>* defaulted = nullptr);
+
+// A run's or checkpoint's config.toml: parse_resolved_config of the file, the path named in any
+// error; keys it lacks are listed on stderr ("<path> predates N keys; using their defaults: ...").
+Config load_run_config(const std::string& path);
 
 // The keys whose values differ between two resolved configs, with both values as TOML text.
 struct ConfigChange {

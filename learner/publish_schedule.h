@@ -30,6 +30,8 @@ class PublishSchedule {
     started_ = now;
     return current;
   }
+  // The broadcast in flight is not timed (the first one, which waits for the actors' start-up).
+  void untime_in_flight() { in_flight_ = false; }
   int64_t published() const { return published_; }
   int64_t last_version() const { return last_; }
   // Broadcasts seen to complete, and their mean and longest time from start to completion.

@@ -26,7 +26,12 @@ class Publisher {
     models::write_flat(policy_, flat_.data());
     channel_.publish(flat_.data(), v);
   }
-  void wait() { channel_.wait(); }
+  // Waits for the broadcast in flight: the first one, at start, which also waits for the actors
+  // to build their envs, so it is left out of the broadcast times.
+  void wait() {
+    channel_.wait();
+    schedule_.untime_in_flight();
+  }
   void stop() { channel_.publish_stop(); }
   const PublishSchedule& schedule() const { return schedule_; }
 

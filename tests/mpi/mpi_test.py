@@ -168,16 +168,19 @@ def case_gaussian_appo(args):
 
 
 def case_rollout_many_envs(args):
-    # Synthetic env, 3 actors, a small queue so back-pressure engages, publish every 4 updates.
+    # Synthetic env, 3 actors, a small queue so back-pressure engages, publish every 4 updates,
+    # 16 MPI_Test calls per test of the parameter broadcast (auto gives 1 for this small network).
     p, dt, d = run(args, 5, ["env.id=\"Synthetic\"", "env.num_envs=32", "actor.rollout_len=16",
-                             "replay.capacity=64", "learner.publish_interval=4", "run.total_env_steps=150000"], 240)
+                             "replay.capacity=64", "learner.publish_interval=4", "run.total_env_steps=150000",
+                             "actor.param_tests=16"], 240)
     s = finished_run(p, d, 150000)
     pub = s["params_published"]
     check(pub["broadcasts"] >= 2 and pub["last_version"] >= s["learner_updates"] - 2 * 4,
           f"the newest parameters went out: last broadcast v{pub['last_version']} after {s['learner_updates']} updates "
           f"({pub['broadcasts']} broadcasts)")
-    check(pub["completed"] >= pub["broadcasts"] - 1 and 0 < pub["broadcast_s_mean"] <= pub["broadcast_s_max"],
-          f"each broadcast but the last is timed: {pub['completed']} of {pub['broadcasts']}, mean "
+    # Not timed: the first (it waits for the actors' start-up) and the last if still in flight.
+    check(pub["completed"] >= pub["broadcasts"] - 2 and 0 < pub["broadcast_s_mean"] <= pub["broadcast_s_max"],
+          f"each broadcast but the first and last is timed: {pub['completed']} of {pub['broadcasts']}, mean "
           f"{pub['broadcast_s_mean']} s, longest {pub['broadcast_s_max']} s")
 
 

@@ -255,19 +255,28 @@ TEST(Config, EveryShippedConfigLoads) {
 }
 
 TEST(Config, AnOlderRunsResolvedConfigLoadsWithNewerKeysAtTheirDefaults) {
-  const auto full = load_config("", {"learner.lr=0.0002"}).resolved_toml;
   using mpirl::testing::without_key;
-  const Config c = parse_resolved_config(without_key(without_key(full, "learner.eps"), "actor.param_tests"));
+  const auto full = load_config("", {"learner.lr=0.0002"}).resolved_toml;
+  std::vector<std::string> defaulted;
+  const Config c = parse_resolved_config(without_key(without_key(full, "learner.eps"), "actor.param_tests"), &defaulted);
   EXPECT_DOUBLE_EQ(c.learner.eps, load_config("", {}).learner.eps);  // absent: the default
   EXPECT_EQ(c.actor.param_tests, 0);
   EXPECT_DOUBLE_EQ(c.learner.lr, 0.0002);  // present: the run's own value
-  // A key this version does not know is still refused, naming it.
-  try {
-    std::string newer = full;
-    newer.insert(newer.find("[learner]\n") + 10, "no_such_key = 1\n");  // a key from a newer mpirl
-    parse_resolved_config(newer);
-    ADD_FAILURE() << "an unknown key was accepted";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("no_such_key"), std::string::npos) << e.what();
+  EXPECT_EQ(defaulted, (std::vector<std::string>{"actor.param_tests", "learner.eps"}));
+  // A key this version does not know (removed since) is ignored, as before.
+  std::string newer = full;
+  newer.insert(newer.find("[learner]\n") + 10, "no_such_key = 1\n");
+  EXPECT_DOUBLE_EQ(parse_resolved_config(newer).learner.lr, 0.0002);
+  // Text that lacks a whole section, or env.id, is not a run's config: refused, naming what.
+  const size_t model = full.find("[model]"), after = full.find("\n[", model + 1);
+  const std::string no_model = full.substr(0, model) + (after == std::string::npos ? "" : full.substr(after + 1));
+  for (const auto& [text, what] : std::vector<std::pair<std::string, std::string>>{
+           {"", "no ["}, {no_model, "no [model] section"}, {without_key(full, "env.id"), "no env.id"}}) {
+    try {
+      parse_resolved_config(text);
+      ADD_FAILURE() << "accepted a text without " << what;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
   }
 }

@@ -143,6 +143,12 @@ TEST(PublishSchedule, TimesEachBroadcastFromItsStartToTheFirstIdleChannel) {
   EXPECT_DOUBLE_EQ(s.mean_seconds(), 1.125);
   EXPECT_DOUBLE_EQ(s.max_seconds(), 2.0);
   EXPECT_EQ(s.published(), 2);
+  s.due();
+  EXPECT_EQ(s.take(true, 10, 11.0), 10);
+  s.untime_in_flight();                  // waited for elsewhere (the first broadcast): not timed
+  EXPECT_EQ(s.take(true, 11, 50.0), -1);
+  EXPECT_EQ(s.completed(), 2);
+  EXPECT_DOUBLE_EQ(s.max_seconds(), 2.0);
 }
 
 TEST(GpuPick, ByIndexAmongTheNodesLearnersNotByLocalRank) {
