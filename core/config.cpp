@@ -260,12 +260,13 @@ Config load_config(const std::string& file, const std::vector<std::string>& over
 Config parse_resolved_config(const std::string& toml_text, std::vector<std::string>* defaulted) {
   // A run's config.toml written before a key existed loads (for eval, export and the replay
   // tools), that key at its default and listed in `defaulted`; keys this version does not know
-  // are ignored, as before. Text that lacks a whole section or env.id is not a resolved config.
+  // are ignored, as before. Text that lacks one of the sections every mpirl wrote, or env.id, is
+  // not a resolved config ([kernels] and [eval] came later: older runs have neither).
   const toml::table text = parse_text(toml_text, "<resolved config>");
   toml::table tbl = parse_text(default_config_toml(), "<default config>");
-  for (auto&& [section, _] : tbl)
-    if (!text.get_as<toml::table>(section.str()))
-      throw ConfigError(fmt::format("not a complete resolved config: no [{}] section", section.str()));
+  for (const char* section : {"run", "roles", "env", "actor", "replay", "learner", "model"})
+    if (!text.get_as<toml::table>(section))
+      throw ConfigError(fmt::format("not a complete resolved config: no [{}] section", section));
   if (!text.at_path("env.id").node()) throw ConfigError("not a complete resolved config: no env.id");
   for (const auto& [key, field] : schema()) {
     const size_t dot = key.find('.');

@@ -90,7 +90,8 @@ Config load_config(const std::string& file, const std::vector<std::string>& over
 
 // Parses an already resolved TOML text (as broadcast by rank 0, or a run's config.toml). Keys it
 // lacks (added to mpirl since it was written) take their defaults and are appended to
-// `defaulted`; a text without one of the sections or env.id is refused (ConfigError).
+// `defaulted`; a text without one of the original sections ([run] to [model]) or env.id is
+// refused (ConfigError).
 Config parse_resolved_config(const std::string& toml_text, std::vector<std::string>* defaulted = nullptr);
 
 // A run's or checkpoint's config.toml: parse_resolved_config of the file, the path named in any

@@ -268,8 +268,16 @@ TEST(Config, AnOlderRunsResolvedConfigLoadsWithNewerKeysAtTheirDefaults) {
   newer.insert(newer.find("[learner]\n") + 10, "no_such_key = 1\n");
   EXPECT_DOUBLE_EQ(parse_resolved_config(newer).learner.lr, 0.0002);
   // Text that lacks a whole section, or env.id, is not a run's config: refused, naming what.
-  const size_t model = full.find("[model]"), after = full.find("\n[", model + 1);
-  const std::string no_model = full.substr(0, model) + (after == std::string::npos ? "" : full.substr(after + 1));
+  auto without_section = [&](const std::string& name) {
+    const size_t at = full.find("[" + name + "]"), after = full.find("\n[", at + 1);
+    return full.substr(0, at) + (after == std::string::npos ? "" : full.substr(after + 1));
+  };
+  // A run from before [eval] existed: the whole section at its defaults, each key named.
+  std::vector<std::string> no_eval;
+  EXPECT_DOUBLE_EQ(parse_resolved_config(without_section("eval"), &no_eval).learner.lr, 0.0002);
+  EXPECT_EQ(no_eval.size(), 4u);
+  EXPECT_EQ(no_eval.front().rfind("eval.", 0), 0u);
+  const std::string no_model = without_section("model");
   for (const auto& [text, what] : std::vector<std::pair<std::string, std::string>>{
            {"", "no ["}, {no_model, "no [model] section"}, {without_key(full, "env.id"), "no env.id"}}) {
     try {
