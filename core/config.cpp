@@ -7,7 +7,6 @@
 #include <optional>
 #include <algorithm>
 #include <vector>
-#include <fstream>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -278,23 +277,6 @@ Config parse_resolved_config(const std::string& toml_text, std::vector<std::stri
     tbl.get_as<toml::table>(key.substr(0, dot))->insert_or_assign(key.substr(dot + 1), *node.node());
   }
   return extract(tbl);
-}
-
-Config load_run_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(fmt::format("cannot read '{}'", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<std::string> defaulted;
-  try {
-    Config c = parse_resolved_config(ss.str(), &defaulted);
-    if (!defaulted.empty())
-      fmt::print(stderr, "{} predates {} config key(s); using their defaults: {}\n", path, defaulted.size(),
-                 fmt::join(defaulted, ", "));
-    return c;
-  } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format("{}: {}", path, e.what()));
-  }
 }
 
 std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml) {
