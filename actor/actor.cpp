@@ -1,15 +1,18 @@
 #include "actor/actor.h"
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "actor/group_policy.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
-#include "models/acting.h"
 #include "models/policy.h"
 #include "core/error.h"
 #include "core/fault.h"
-#include "comm/param_channel.h"
 #include "comm/seq_layout.h"
 #include "comm/transport.h"
 #include "comm/wire.h"
@@ -24,24 +27,33 @@ struct Slot : MsgBuffer {
   char* payload() { return buf.data() + wire::kHeaderRegion; }
 };
 
+Groups make_groups(int num_envs, int groups) {
+  Groups g;
+  for (int i = 0; i < groups; ++i) g.g.push_back(env_group(num_envs, groups, i));
+  return g;
+}
+
 class Actor {
  public:
   // A resumed run (segment > 0) mixes its segment into the seeds: envs start new episodes with
   // new randomness rather than repeating the first segment's (env states are not checkpointed).
+  // Env group 0 is seeded as the whole actor was before groups existed; group g > 0 by a stream of it.
   Actor(const Config& cfg, const Comms& comms, int64_t segment)
-      : cfg_(cfg), comms_(comms), E_(cfg.env.num_envs), T_(cfg.actor.rollout_len), seed_(envs::mix_seed(cfg.run.seed, 0x5e9u + uint64_t(segment))),
-        venv_(envs::make_vector_env(
-            cfg, cfg.env.num_envs,
-            envs::mix_seed(segment ? seed_ : cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank))))),
-        spec_(venv_->spec()), layout_(SeqLayout(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_))), policy_(spec_, models::model_options(cfg)),
-        params_(comms.publish, models::num_params(policy_), cfg.actor.param_tests),
-        acting_(policy_, E_, envs::mix_seed(segment ? seed_ : cfg.run.seed, 77 + uint64_t(comms.rank))) {
-    policy_->eval();
-    MPIRL_CHECK(policy_->state_size() == layout_.state_size(), "core state size {} != layout's {}",
-                policy_->state_size(), layout_.state_size());
+      : cfg_(cfg), comms_(comms), E_(cfg.env.num_envs), T_(cfg.actor.rollout_len),
+        seed_(envs::mix_seed(cfg.run.seed, 0x5e9u + uint64_t(segment))), groups_(make_groups(E_, cfg.actor.env_groups)) {
+    const uint64_t env_seed =
+        envs::mix_seed(segment ? seed_ : cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank)));
+    for (size_t g = 0; g < groups_.g.size(); ++g)
+      venv_.push_back(envs::make_vector_env(cfg, groups_.g[g].n, g == 0 ? env_seed : envs::mix_seed(env_seed, 0xb7e1u + g)));
+    spec_ = venv_[0]->spec();
+    layout_ = std::make_unique<SeqLayout>(spec_, T_, models::state_size(cfg, spec_));
+    const uint64_t act_seed = envs::mix_seed(segment ? seed_ : cfg.run.seed, 77 + uint64_t(comms.rank));
+    if (comms.layout.central())
+      policy_ = std::make_unique<RemotePolicy>(cfg, comms, spec_, groups_, act_seed);
+    else
+      policy_ = std::make_unique<LocalPolicy>(cfg, comms, spec_, groups_, act_seed);
     credits_ = cfg.actor.max_inflight;
-    flat_.resize(size_t(models::num_params(policy_)));
-    size_t payload = wire::payload_bytes(layout_.arrays(E_, true, E_ * T_));
+    size_t payload = wire::payload_bytes(layout_->arrays(E_, true, E_ * T_));
     slots_.resize(size_t(cfg.actor.max_inflight));
     for (auto& s : slots_) s.buf.resize(wire::kHeaderRegion + payload);
     boot_count_.assign(size_t(E_), 0);
@@ -51,14 +63,14 @@ class Actor {
   void run() {
     c10::InferenceMode inference;  // no autograd bookkeeping (version counters, views) per step
     post_ctl();
-    params_.post();
-    Backoff b;
-    while (!poll_params()) {
-      if (stop_) return finish();
-      b.idle();
-    }
+    if (!policy_->start()) return finish();
     Slot* s = &slots_[0];
-    venv_->reset(obs_row(*s, 0, 0), (T_ + 1) * spec_.obs_size(), u8(*s, Seq::IsInit), T_ + 1);
+    for (size_t g = 0; g < groups_.g.size(); ++g) {
+      const int first = groups_.g[g].first;
+      venv_[g]->reset(obs_row(*s, first, 0), (T_ + 1) * spec_.obs_size(), u8(*s, Seq::IsInit) + first * (T_ + 1), T_ + 1);
+      policy_->observed(int(g), obs_row(*s, first, 0), (T_ + 1) * spec_.obs_size(), u8(*s, Seq::IsInit) + first * (T_ + 1),
+                        T_ + 1);
+    }
     size_t k = 0;
     while (!stop_) {
       if (!collect(*s)) break;
@@ -73,29 +85,12 @@ class Actor {
 
  private:
   template <class T>
-  T* field(Slot& s, Seq f) { return layout_.ptr<T>(s.payload(), f, E_); }
+  T* field(Slot& s, Seq f) { return layout_->ptr<T>(s.payload(), f, E_); }
   float* f32(Slot& s, Seq f) { return field<float>(s, f); }
   uint8_t* u8(Slot& s, Seq f) { return field<uint8_t>(s, f); }
   // Observation t of env e in a slot (float32 or uint8 as the spec says).
   uint8_t* obs_row(Slot& s, int64_t e, int64_t t) {
     return u8(s, Seq::Obs) + (e * (T_ + 1) + t) * spec_.obs_bytes();
-  }
-
-  // Tests the parameter broadcast; true when new parameters were loaded.
-  bool poll_params() {
-    int64_t v = 0;
-    switch (params_.poll(flat_.data(), &v)) {
-      case ParamChannel::Got::Params:
-        models::read_flat(policy_, flat_.data());
-        version_ = v;
-        return true;
-      case ParamChannel::Got::Stop:
-        stop_ = true;
-        return false;
-      case ParamChannel::Got::Nothing:
-        return false;
-    }
-    return false;
   }
 
   void post_ctl() { MPIRL_MPI(MPI_Irecv(ctl_.buf.data(), int(ctl_.buf.size()), MPI_BYTE, comms_.layout.replay_rank(),
@@ -127,7 +122,7 @@ class Actor {
     Backoff b;
     for (;;) {
       poll_ctl();
-      poll_params();
+      if (!policy_->poll()) stop_ = true;
       if (stop_) return false;
       int done = 1;
       if (s.req != MPI_REQUEST_NULL) MPIRL_MPI(MPI_Test(&s.req, &done, MPI_STATUS_IGNORE));
@@ -136,50 +131,62 @@ class Actor {
     }
   }
 
-  // Steps T times writing straight into the slot. False if a Stop arrived mid-rollout.
+  // Steps T times, group after group, writing straight into the slot. False if a Stop arrived
+  // mid-rollout.
   bool collect(Slot& s) {
-    const int64_t D = spec_.obs_size(), L = spec_.dist_size();
+    const int64_t D = spec_.obs_size(), L = spec_.dist_size(), A = spec_.action_size(), S = layout_->state_size();
     float* dist = f32(s, Seq::Dist);
     float* logp = f32(s, Seq::Logp);
-    void* act = field<char>(s, Seq::Action);
-    min_version_ = version_;
+    char* act = field<char>(s, Seq::Action);
+    const int64_t act_bytes = spec_.discrete ? int64_t(sizeof(int64_t)) : A * int64_t(sizeof(float));
+    min_version_ = std::numeric_limits<int64_t>::max();
     // The core state carried across rollouts; the learner starts sequence mode from this copy.
-    if (const auto& st = acting_.state(); st.defined())
-      std::memcpy(f32(s, Seq::State0), st.contiguous().data_ptr<float>(), size_t(st.numel()) * sizeof(float));
-    const int64_t K = layout_.boot_slots();
+    if (S > 0)
+      for (int64_t e = 0; e < E_; ++e)
+        std::memcpy(f32(s, Seq::State0) + e * S, policy_->state(int(e)), size_t(S) * sizeof(float));
+    const int64_t K = layout_->boot_slots();
     if (K > 0) std::fill_n(field<int32_t>(s, Seq::BootStep), E_ * K, -1);
     std::fill(boot_count_.begin(), boot_count_.end(), 0);
-    const uint8_t* init = u8(s, Seq::IsInit);
+    uint8_t* init = u8(s, Seq::IsInit);
     for (int64_t t = 0; t < T_; ++t) {
-      fault_point();
-      poll_params();
-      if (stop_) return false;
-      min_version_ = std::min(min_version_, version_);
-      // [E, obs...] straight from the slot (the policy converts uint8 pixels itself); the
-      // distribution rows and log-probabilities land in the slot.
-      acting_.step(models::obs_rows(spec_, obs_row(s, 0, t), E_, (T_ + 1) * D), init + t, T_ + 1,
-                   {dist + t * L, T_ * L, logp + t, T_});
-      acting_.write_actions(act, t, T_);
-      envs::StepOutputs o;
-      o.obs = obs_row(s, 0, t + 1);
-      o.obs_stride = (T_ + 1) * D;
-      o.is_init = u8(s, Seq::IsInit) + t + 1;
-      o.is_init_stride = T_ + 1;
-      o.reward = f32(s, Seq::Reward) + t;
-      o.terminated = u8(s, Seq::Terminated) + t;
-      o.truncated = u8(s, Seq::Truncated) + t;
-      o.scalar_stride = T_;
-      venv_->step(spec_.discrete ? acting_.discrete_actions() : nullptr, spec_.discrete ? nullptr : acting_.box_actions(), o);
-      for (int64_t e = 0; e < E_; ++e)
-        if (o.truncated[e * T_] && !o.terminated[e * T_]) record_truncation(s, e, t);
+      for (size_t g = 0; g < groups_.g.size(); ++g) {
+        const int64_t first = groups_.g[g].first, n = groups_.g[g].n;
+        fault_point();
+        // [n, obs...] straight from the slot (the policy converts uint8 pixels itself); the
+        // distribution rows and log-probabilities land in the slot.
+        if (!policy_->act(int(g), obs_row(s, first, t), (T_ + 1) * D, init + first * (T_ + 1) + t, T_ + 1,
+                          {dist + (first * T_ + t) * L, T_ * L, logp + first * T_ + t, T_})) {
+          stop_ = true;
+          return false;
+        }
+        min_version_ = std::min(min_version_, policy_->version());
+        const char* a = static_cast<const char*>(policy_->actions(int(g)));
+        for (int64_t e = 0; e < n; ++e)
+          std::memcpy(act + ((first + e) * T_ + t) * act_bytes, a + e * act_bytes, size_t(act_bytes));
+        envs::StepOutputs o;
+        o.obs = obs_row(s, first, t + 1);
+        o.obs_stride = (T_ + 1) * D;
+        o.is_init = init + first * (T_ + 1) + t + 1;
+        o.is_init_stride = T_ + 1;
+        o.reward = f32(s, Seq::Reward) + first * T_ + t;
+        o.terminated = u8(s, Seq::Terminated) + first * T_ + t;
+        o.truncated = u8(s, Seq::Truncated) + first * T_ + t;
+        o.scalar_stride = T_;
+        venv_[g]->step(spec_.discrete ? static_cast<const int64_t*>(policy_->actions(int(g))) : nullptr,
+                       spec_.discrete ? nullptr : static_cast<const float*>(policy_->actions(int(g))), o);
+        for (int64_t e = 0; e < n; ++e)
+          if (o.truncated[e * T_] && !o.terminated[e * T_]) record_truncation(s, int(g), first + e, t);
+        // Central inference: this group's next observations go out now, while the others step.
+        policy_->observed(int(g), obs_row(s, first, t + 1), (T_ + 1) * D, init + first * (T_ + 1) + t + 1, T_ + 1);
+      }
     }
     return true;
   }
 
   // A truncated episode bootstraps from the value of its last state, which the learner computes
   // with its current parameters: the actor sends that observation and its core state there.
-  void record_truncation(Slot& s, int64_t e, int64_t t) {
-    const int64_t K = layout_.boot_slots(), S = layout_.state_size(), OB = spec_.obs_bytes();
+  void record_truncation(Slot& s, int g, int64_t e, int64_t t) {
+    const int64_t K = layout_->boot_slots(), S = layout_->state_size(), OB = spec_.obs_bytes();
     const int64_t k = boot_count_[size_t(e)]++;
     if (k >= K) {
       if (spec_.max_episode_steps < 0)
@@ -193,22 +200,25 @@ class Actor {
                               "declares max_episode_steps = {}, which allows at most {}",
                               spec_.id, e, k + 1, T_, spec_.max_episode_steps, K));
     }
-    std::memcpy(u8(s, Seq::BootObs) + (e * K + k) * OB, venv_->final_obs_bytes(int(e)), size_t(OB));
-    if (S > 0) {
-      auto st = acting_.state()[e].contiguous();
-      std::memcpy(f32(s, Seq::BootState) + (e * K + k) * S, st.data_ptr<float>(), size_t(S) * sizeof(float));
-    }
+    const int local = int(e - groups_.g[size_t(g)].first);
+    std::memcpy(u8(s, Seq::BootObs) + (e * K + k) * OB, venv_[size_t(g)]->final_obs_bytes(local), size_t(OB));
+    if (S > 0)
+      std::memcpy(f32(s, Seq::BootState) + (e * K + k) * S, policy_->state(int(e)), size_t(S) * sizeof(float));
     field<int32_t>(s, Seq::BootStep)[e * K + k] = int32_t(t);
   }
 
   void send(Slot& s) {
-    auto stats = venv_->take_finished();
+    std::vector<envs::EpisodeStat> stats;
+    for (auto& v : venv_) {
+      auto f = v->take_finished();
+      stats.insert(stats.end(), f.begin(), f.end());
+    }
     const int64_t m = int64_t(stats.size());
     MPIRL_CHECK(m <= E_ * T_, "{} episodes in one rollout", m);
-    auto arrays = layout_.arrays(E_, true, m);
+    auto arrays = layout_->arrays(E_, true, m);
     std::vector<size_t> offsets;
     wire::payload_bytes(arrays, &offsets);
-    const size_t nf = layout_.fields().size();
+    const size_t nf = layout_->fields().size();
     auto* ver = field<int64_t>(s, Seq::Version);
     auto* act = field<int32_t>(s, Seq::Actor);
     auto* idx = field<int32_t>(s, Seq::EnvIndex);
@@ -245,8 +255,10 @@ class Actor {
     }
   }
 
-  // Stop: every rollout already sent is delivered, then ActorDone, then wait for its ack.
+  // Stop: every inference request is settled, every rollout already sent is delivered, then
+  // ActorDone, then wait for its ack.
   void finish() {
+    policy_->finish();
     for (auto& s : slots_) wait_request(s.req, [&] { poll_ctl(); });
     wire::Envelope env;
     env.kind = wire::Kind::ActorDone;
@@ -266,18 +278,16 @@ class Actor {
   const Comms& comms_;
   const int64_t E_, T_;
   const uint64_t seed_;  // of a resumed run's segment
-  std::unique_ptr<envs::VectorEnv> venv_;  // built-in or Python
+  Groups groups_;
+  std::vector<std::unique_ptr<envs::VectorEnv>> venv_;  // one per env group; built-in or Python
   envs::EnvSpec spec_;
-  SeqLayout layout_;
-  models::Policy policy_;
-  ParamChannel params_;
-  models::Acting acting_;  // the policy's step, sampling and log-probs (models/acting.h)
-  std::vector<float> flat_;
+  std::unique_ptr<SeqLayout> layout_;
+  std::unique_ptr<GroupPolicy> policy_;  // local or central inference (actor/group_policy.h)
   std::vector<Slot> slots_;
   std::vector<int64_t> boot_count_;  // per env: boot slots used in the rollout being collected
   MsgBuffer ctl_;  // the posted receive of the replay's control messages (4 KiB)
   int credits_ = 0;
-  int64_t version_ = -1, min_version_ = -1;
+  int64_t min_version_ = -1;
   uint64_t seq_ = 0;
   int64_t env_steps_sent_ = 0;  // counted here; the replay and the learners count their own
   bool stop_ = false, done_acked_ = false;

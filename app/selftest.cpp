@@ -1,6 +1,7 @@
 // `mpirl selftest`: the learners' self-checks on every rank, before a long run, on a new cluster:
 // the scan kernels against the ATen reference on each rank's device, one learner step in the mode
-// a learner would use (a CUDA graph; on the CPU the static-buffer path) against an eager one, the
+// a learner would use (a CUDA graph; on the CPU the static-buffer path) against an eager one,
+// central inference on the device an inference rank would use against local acting, the
 // gradient all-reduce over all ranks against MPI_Allreduce, and the all-reduce bandwidth between
 // the ranks (MPI; NCCL too when every rank has a GPU). Rank 0 prints one table; exit 0 when every
 // check that ran passed, 1 otherwise.
@@ -18,6 +19,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "envs/registry.h"
+#include "inference/check.h"
 #include "learner/gradient_reducer.h"
 #include "learner/nccl_reducer.h"
 #include "learner/self_check.h"
@@ -101,6 +103,22 @@ int run(const Config& cfg, int rank, int world) {
                              here.device.is_cuda() ? learner::StepMode::Auto : learner::StepMode::Static);
     local.push_back(learner::check_step(trainer, cfg, spec, rank));
   }
+  {  // Central inference on the device an inference rank here would use, against local acting.
+    CheckResult c;
+    c.name = "inference";
+    const torch::Device dev = cfg.inference.device == "cpu" ? torch::Device(torch::kCPU) : here.device;
+    if (cfg.inference.device == "cuda" && !dev.is_cuda()) c.note = "inference.device = \"cuda\" but no GPU is visible";
+    if (c.note.empty()) {
+      const auto o = inference::check_central_inference(cfg, spec, dev, learner::injected_fault("inference", rank));
+      c.ran = true;
+      c.ok = o.ok;
+      c.max_error = o.max_error;
+      c.tolerance = o.tolerance;
+      c.what = o.what;
+      if (o.actions_differing) c.note = fmt::format("{} greedy actions differ", o.actions_differing);
+    }
+    local.push_back(c);
+  }
   // The gradient all-reduce over every rank, as learners on these devices would average.
   learner::ReducerRequest req;
   req.device = here.device;
@@ -154,7 +172,7 @@ int run(const Config& cfg, int rank, int world) {
              std::string("not built"),
 #endif
              learner::nccl_version());
-  fmt::print("{:>4}  {:<12} {:<22} {:<16} {:<16}\n", "rank", "host", "device", "scan", "step");
+  fmt::print("{:>4}  {:<10} {:<16} {:<14} {:<14} {:<14}\n", "rank", "host", "device", "scan", "step", "inference");
   for (int r = 0; r < world; ++r) {
     auto j = nlohmann::json::parse(all.substr(size_t(offs[size_t(r)]), size_t(lens[size_t(r)])));
     auto cell = [&](const char* k) {
@@ -166,8 +184,8 @@ int run(const Config& cfg, int rank, int world) {
     };
     const std::string dev = j["device"];
     any_gpu = any_gpu || dev != "cpu";
-    fmt::print("{:>4}  {:<12} {:<22} {:<16} {:<16}\n", r, std::string(j["host"]).substr(0, 12), dev.substr(0, 22),
-               cell("scan"), cell("step"));
+    fmt::print("{:>4}  {:<10} {:<16} {:<14} {:<14} {:<14}\n", r, std::string(j["host"]).substr(0, 10), dev.substr(0, 16),
+               cell("scan"), cell("step"), cell("inference"));
   }
   const auto& red = shared[0];
   fmt::print("all-reduce check: {} vs MPI_Allreduce: {}{}\n  (the learners' reducer here: {})\n", reducer->name(),
@@ -178,6 +196,7 @@ int run(const Config& cfg, int rank, int world) {
     fmt::print("GPU checks not run (no GPU visible):\n"
                "  the CUDA scan kernel (the CPU kernels were checked),\n"
                "  the CUDA graph step (the same static-buffer path was checked, uncaptured),\n"
+               "  central inference on a GPU (its Policy::step path was checked on the CPU),\n"
                "  the NCCL all-reduce and its bandwidth.\n");
   fmt::print("{}\n", every ? "selftest: every check passed" : "selftest: FAILED (see above)");
   return every ? 0 : 1;

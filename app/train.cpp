@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "actor/actor.h"
+#include "inference/server.h"
 #include "buffer/replay.h"
 #include "envs/registry.h"
 #include "learner/learner.h"
@@ -100,7 +101,7 @@ std::string finished_reason(const Config& cfg, const nlohmann::json& state, cons
 // A resumed run: the newest complete checkpoint of `run_dir`, the config checked against its own.
 // Returns false when there is none (`required`: that is an error, else a fresh start).
 bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, const std::vector<std::string>& overrides,
-                    const std::string& run_dir, bool required, int world) {
+                    const std::string& run_dir, bool required, int world, const std::vector<std::string>& hosts) {
   const auto latest = ckpt::latest(run_dir);
   for (const auto& s : latest.skipped) fmt::print(stderr, "mpirl: not loading checkpoint {}\n", s);
   if (latest.dir.empty()) {
@@ -115,7 +116,7 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
   if (config_file.empty()) cfg = load_config(latest.dir + "/config.toml", overrides);
   ckpt::check_resume_config(read_text(latest.dir + "/config.toml"), cfg.resolved_toml,
                             fmt::format("'{}' from {}", run_dir, latest.dir));
-  make_layout(cfg, world);
+  make_layout(cfg, world, hosts);
   models::validate_model_config(cfg, envs::env_spec(cfg));
   buffer::validate_replay_config(cfg);
   nlohmann::json state;
@@ -140,7 +141,7 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
 }
 
 Verdict validate_on_rank0(const std::string& file, const std::vector<std::string>& overrides,
-                          const std::string& resume_dir, int world) {
+                          const std::string& resume_dir, int world, const std::vector<std::string>& hosts) {
   Verdict v;
   try {
     if (!resume_dir.empty() && !path_exists(resume_dir))
@@ -151,13 +152,13 @@ Verdict validate_on_rank0(const std::string& file, const std::vector<std::string
     while (run_dir.size() > 1 && run_dir.back() == '/') run_dir.pop_back();
     bool resumed = false;
     if (!run_dir.empty()) {
-      resumed = prepare_resume(v, cfg, file, overrides, run_dir, true, world);
+      resumed = prepare_resume(v, cfg, file, overrides, run_dir, true, world, hosts);
     } else if (cfg.run.resume == "auto") {
       if (cfg.run.name.empty())
         throw ConfigError("config key 'run.resume' = \"auto\" needs a fixed run.name (slurm/train.sbatch sets one from "
                           "the job id), so that a requeued job finds its run");
       run_dir = run_dir_path(cfg);
-      resumed = prepare_resume(v, cfg, file, overrides, run_dir, false, world);
+      resumed = prepare_resume(v, cfg, file, overrides, run_dir, false, world, hosts);
       if (!resumed && path_exists(run_dir)) {
         // A run that ended before its first checkpoint: kept aside, and this one starts afresh.
         const std::string aside = fmt::format("{}.no-checkpoint-{}", run_dir, ::time(nullptr));
@@ -169,7 +170,7 @@ Verdict validate_on_rank0(const std::string& file, const std::vector<std::string
     }
     if (!v.finished.empty()) return v;
     if (!resumed) {
-      make_layout(cfg, world);
+      make_layout(cfg, world, hosts);
       models::validate_model_config(cfg, envs::env_spec(cfg));  // unknown env id, a CNN on flat observations
       buffer::validate_replay_config(cfg);
       run_dir = create_run_dir(cfg);
@@ -202,8 +203,10 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   int code = 0;
   try {
+    // Where every rank runs, first: central inference places its ranks by host.
+    const std::vector<std::string> hosts = gather_hosts();
     Verdict v;
-    if (rank == 0) v = validate_on_rank0(config_file, overrides, resume_dir, world);
+    if (rank == 0) v = validate_on_rank0(config_file, overrides, resume_dir, world, hosts);
     bcast_string(v.error, 0);
     if (!v.error.empty()) {
       if (rank == 0) fmt::print(stderr, "mpirl: config error: {}\n", v.error);
@@ -223,21 +226,25 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
     install_stop_handlers();     // SIGUSR1/SIGTERM/SIGINT: recorded; the learners act at an update boundary
     signal(SIGUSR2, SIG_IGN);    // the replay rank installs its dump handler; nobody else dies of it
     Config cfg = parse_resolved_config(v.config_toml);
-    Layout layout = make_layout(cfg, world);
-    Comms comms = Comms::create(layout);
+    Layout layout = make_layout(cfg, world, hosts);
+    Comms comms = Comms::create(layout, hosts);
     setup_logging(rank, role_name(comms.role()), cfg.run.progress);
     if (rank != 0) leave_at_once_on_launcher_abort();  // learner 0 alone saves something (learner.cpp)
     if (rank == 0 && joined_launcher_terminal_group())
       spdlog::info("mpirun is this terminal's foreground job: Ctrl-C stops the run as \"interrupted\", without a "
                    "final checkpoint (kill -USR1 <mpirun's pid> stops it after one)");
     if (rank == 0)
-      spdlog::info("mpirl {}: {} on {} ranks ({} learner(s), 1 replay, {} actor(s) x {} envs) -> {}{}", MPIRL_VERSION,
-                   cfg.env.id, world, layout.learners, layout.actors(), cfg.env.num_envs, v.start.run_dir,
+      spdlog::info("mpirl {}: {} on {} ranks ({} learner(s), 1 replay, {}{} actor(s) x {} envs{}) -> {}{}", MPIRL_VERSION,
+                   cfg.env.id, world, layout.learners,
+                   layout.central() ? fmt::format("{} inference rank(s), ", layout.inference_ranks().size()) : "",
+                   layout.actors(), cfg.env.num_envs,
+                   cfg.actor.env_groups > 1 ? fmt::format(" in {} groups", cfg.actor.env_groups) : "", v.start.run_dir,
                    v.start.resume_from.empty() ? "" : fmt::format(" (resumed, segment {})", v.start.segment));
     switch (comms.role()) {
       case Role::Learner: code = learner::run_learner(cfg, comms, v.start); break;
       case Role::Replay: code = buffer::run_replay(cfg, comms, v.start); break;
       case Role::Actor: actor::run_actor(cfg, comms, v.start.segment); break;
+      case Role::Inference: inference::run_inference(cfg, comms); break;
     }
     comms.free();
   } catch (const std::exception& e) {

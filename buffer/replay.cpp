@@ -161,7 +161,7 @@ class ReplayServer {
     // time, any-source matching keeps serving the same actor and starves the others.
     const int A = comms_.layout.actors();
     for (int tried = 0; tried < A && (stopping_ || rb_.can_insert_chunk());) {
-      int src = comms_.layout.first_actor() + next_actor_;
+      int src = comms_.layout.actor_rank(next_actor_);
       next_actor_ = (next_actor_ + 1) % A;
       int flag = 0, count = 0;
       MPI_Status st;

@@ -25,7 +25,7 @@ void StallWatch::check() {
   std::vector<std::string> silent;
   for (size_t a = 0; a < last_.size(); ++a) {
     if (done_[a] || now - last_[a] <= timeout_s_) continue;
-    const int rank = comms_.layout.first_actor() + int(a);
+    const int rank = comms_.layout.actor_rank(int(a));
     int pending = 0;
     MPIRL_MPI(MPI_Iprobe(rank, kTagRollout, comms_.world, &pending, MPI_STATUS_IGNORE));
     if (pending) {  // it has sent; the replay has not taken it yet

@@ -36,6 +36,26 @@
 //
 // Rollouts still arriving after the first LearnerBye are received and counted as discarded, so
 // every send is matched. A fatal error on any rank: logged with rank and host, then MPI_Abort.
+//
+// Central inference (actor.inference = "central"): the publish communicator holds learner 0 and
+// the inference ranks (not the actors), so parameters and Stop go to the inference ranks only.
+//
+//   learner 0               inference rank I                      actors served by I
+//   | Params v0 ----------> | (requests wait for v0)              | reset envs
+//   |                       | <----------- InferRequest(group g, obs, is_init)  (one per group in flight)
+//   |                       | one forward over the waiting rows of many actors and groups
+//   |                       | InferReply(dist rows, core states, version) -----> | sample, step group g,
+//   |                       |                                     |   InferRequest(g) for the next step
+//   | Params vK ----------> | (swapped in between batches)        | rollouts to the replay as above
+//   | InferStats <--------- | (every run.log_interval_s)          |
+//   | Stop (Ibcast) ------> | every request from now on is answered with Stop -> | leave the loop after
+//   |                       | <------------------- InferBye after its last reply  |  every group's reply,
+//   |                       |                                     |   then ActorDone to the replay as above
+//   | <--- InferStats(final) after every served actor's InferBye; the rank leaves its loop
+//   (learner 0 waits for every final InferStats before the final summary)
+//
+// An actor has at most one request per group in flight, so a server holds at most (its actors x
+// actor.env_groups) requests and answers each exactly once.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,6 +78,11 @@ enum class Kind : uint16_t {
                       // (arrays "dir" u8[n], "final" u8[1]; final: after the last ActorDone)
   CheckpointDone,     // replay -> learner 0 (on the reply stream): a non-final checkpoint's part is
                       // written (or failed): the status's `checkpoint`
+  InferRequest,       // actor -> inference: one env group's observations and is_init (comm/inference_wire.h)
+  InferReply,         // inference -> actor: the group's distribution rows and core states, the version
+                      // (a Stop on the same tag instead, once the run stops)
+  InferBye,           // actor -> inference: no more requests (after the reply to every one)
+  InferStats,         // inference -> learner 0: batching statistics as JSON text ("final": true last)
 };
 const char* kind_name(Kind k);
 
@@ -71,7 +96,14 @@ inline constexpr int64_t kMaxEpisodeStatsPerReply = 4096;
 inline constexpr size_t kMaxStatusString = 512;
 
 // Message tags (one per direction and peer type, so MPI's per-pair ordering holds per stream).
-enum Tag : int { kTagRollout = 11, kTagActorCtl = 12, kTagLearnerReq = 13, kTagLearnerReply = 14 };
+enum Tag : int {
+  kTagRollout = 11, kTagActorCtl = 12, kTagLearnerReq = 13, kTagLearnerReply = 14,
+  kTagInferReq = 15, kTagInferStats = 17,
+  // Replies (and Stops) to env group g arrive on tag kTagInferReply + g: an actor posts one receive
+  // per group, and the server may answer its groups in any order (at most kMaxEnvGroups groups).
+  kTagInferReply = 4096
+};
+inline constexpr int kMaxEnvGroups = 1024;
 
 // The last replay dump as the replay saw it.
 struct DumpStatus {

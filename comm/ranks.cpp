@@ -15,42 +15,124 @@ const char* role_name(Role r) {
     case Role::Learner: return "learner";
     case Role::Replay: return "replay";
     case Role::Actor: return "actor";
+    case Role::Inference: return "inference";
   }
   return "?";
 }
 
-Role Layout::role_of(int rank) const {
-  if (rank < learners) return Role::Learner;
-  if (rank == learners) return Role::Replay;
-  return Role::Actor;
+Layout::Layout(int world_size, int num_learners) : world(world_size), learners(num_learners) {
+  roles_.assign(size_t(std::max(world, 0)), Role::Actor);
+  for (int r = 0; r < world; ++r) roles_[size_t(r)] = r < learners ? Role::Learner : r == learners ? Role::Replay : Role::Actor;
+  server_.assign(size_t(std::max(world, 0)), -1);
+  index_actors();
 }
 
-Layout make_layout(const Config& cfg, int world_size) {
-  Layout l{world_size, cfg.roles.learners};
-  int need = cfg.roles.learners + 2;
+void Layout::index_actors() {
+  actor_ranks_.clear();
+  actor_index_.assign(size_t(world), -1);
+  for (int r = 0; r < world; ++r)
+    if (roles_[size_t(r)] == Role::Actor) {
+      actor_index_[size_t(r)] = int(actor_ranks_.size());
+      actor_ranks_.push_back(r);
+    }
+}
+
+std::vector<int> Layout::served_by(int inference_rank) const {
+  std::vector<int> out;
+  for (int r : actor_ranks_)
+    if (server_[size_t(r)] == inference_rank) out.push_back(r);
+  return out;
+}
+
+Layout make_layout(const Config& cfg, int world_size, const std::vector<std::string>& hosts) {
+  const int L = cfg.roles.learners;
+  const bool central = cfg.actor.inference == "central";
+  const int need = L + 2 + (central ? 1 : 0);
   if (world_size < need)
     throw ConfigError(fmt::format(
-        "world size {} is too small: roles.learners = {} needs {} learner rank(s) + 1 replay rank + at least 1 "
+        "world size {} is too small: roles.learners = {} needs {} learner rank(s) + 1 replay rank{} + at least 1 "
         "actor rank = {} ranks (start with `mpirun -n {} mpirl train ...`; an MPI program started without its "
         "launcher runs as separate singletons of size 1)",
-        world_size, cfg.roles.learners, cfg.roles.learners, need, need));
+        world_size, L, L, central ? " + 1 inference rank (actor.inference = \"central\")" : "", need, need));
+  Layout l(world_size, L);
+  if (!central) return l;
+  // Per host, in order of first rank: its ranks after the learners and the replay.
+  std::vector<std::string> order;
+  auto host_of = [&](int r) { return hosts.empty() ? std::string() : hosts[size_t(r)]; };
+  for (int r = L + 1; r < world_size; ++r)
+    if (std::find(order.begin(), order.end(), host_of(r)) == order.end()) order.push_back(host_of(r));
+  const int k = cfg.roles.inference_per_node;
+  const bool on_learner_hosts = cfg.roles.inference_hosts == "learners";
+  std::vector<std::vector<int>> servers(order.size()), actors(order.size());
+  for (size_t h = 0; h < order.size(); ++h) {
+    std::vector<int> ranks;
+    for (int r = L + 1; r < world_size; ++r)
+      if (host_of(r) == order[h]) ranks.push_back(r);
+    bool learner_host = false;
+    for (int r = 0; r < L; ++r) learner_host |= host_of(r) == order[h];
+    // "each": every host that keeps at least one actor; "learners": the learners' hosts (their GPUs).
+    const bool serves = on_learner_hosts ? learner_host && int(ranks.size()) >= k : int(ranks.size()) > k;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (serves && int(i) < k) {
+        l.roles_[size_t(ranks[i])] = Role::Inference;
+        l.inference_ranks_.push_back(ranks[i]);
+        servers[h].push_back(ranks[i]);
+      } else {
+        actors[h].push_back(ranks[i]);
+      }
+    }
+  }
+  if (l.inference_ranks_.empty())
+    throw ConfigError(
+        on_learner_hosts
+            ? fmt::format("actor.inference = \"central\" with roles.inference_hosts = \"learners\" and "
+                          "roles.inference_per_node = {} needs {} rank(s) after the learners and the replay on a "
+                          "learner's host; none has that many",
+                          k, k)
+            : fmt::format("actor.inference = \"central\" with roles.inference_per_node = {} needs a host with at "
+                          "least {} ranks after the learners and the replay ({} inference + 1 actor); the largest "
+                          "has fewer. Start more ranks per host or lower roles.inference_per_node",
+                          k, k + 1, k));
+  if (std::count(l.roles_.begin(), l.roles_.end(), Role::Actor) == 0)
+    throw ConfigError(fmt::format("actor.inference = \"central\": all {} ranks after the learners and the replay "
+                                  "serve inference, none is left to act",
+                                  world_size - L - 1));
+  std::sort(l.inference_ranks_.begin(), l.inference_ranks_.end());
+  // Actors of a host with inference ranks: round-robin over them; the others over all of them.
+  int spill = 0;
+  for (size_t h = 0; h < order.size(); ++h)
+    for (size_t i = 0; i < actors[h].size(); ++i) {
+      const auto& pool = servers[h].empty() ? l.inference_ranks_ : servers[h];
+      const size_t pick = servers[h].empty() ? size_t(spill++) : i;
+      l.server_[size_t(actors[h][i])] = pool[pick % pool.size()];
+    }
+  l.index_actors();
   return l;
 }
 
-Comms Comms::create(const Layout& layout) {
-  Comms c;
-  c.layout = layout;
-  MPIRL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &c.rank));
-  Role r = layout.role_of(c.rank);
-  MPIRL_MPI(MPI_Comm_split(MPI_COMM_WORLD, r == Role::Learner ? 0 : MPI_UNDEFINED, c.rank, &c.learners));
-  bool pub = (c.rank == 0) || r == Role::Actor;
-  MPIRL_MPI(MPI_Comm_split(MPI_COMM_WORLD, pub ? 0 : MPI_UNDEFINED, c.rank, &c.publish));
+std::vector<std::string> gather_hosts() {
+  int world = 0;
+  MPIRL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   constexpr int kHost = 64;
   char mine[kHost] = {0};
   gethostname(mine, kHost - 1);
-  std::vector<char> all(size_t(kHost) * size_t(layout.world));
+  std::vector<char> all(size_t(kHost) * size_t(world));
   MPIRL_MPI(MPI_Allgather(mine, kHost, MPI_CHAR, all.data(), kHost, MPI_CHAR, MPI_COMM_WORLD));
-  for (int i = 0; i < layout.world; ++i) c.hosts.emplace_back(all.data() + size_t(i) * kHost);
+  std::vector<std::string> hosts;
+  for (int i = 0; i < world; ++i) hosts.emplace_back(all.data() + size_t(i) * kHost);
+  return hosts;
+}
+
+Comms Comms::create(const Layout& layout, const std::vector<std::string>& hosts) {
+  Comms c;
+  c.layout = layout;
+  c.hosts = hosts;
+  MPIRL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &c.rank));
+  Role r = layout.role_of(c.rank);
+  MPIRL_MPI(MPI_Comm_split(MPI_COMM_WORLD, r == Role::Learner ? 0 : MPI_UNDEFINED, c.rank, &c.learners));
+  const Role runs_policy = layout.central() ? Role::Inference : Role::Actor;
+  bool pub = (c.rank == 0) || r == runs_policy;
+  MPIRL_MPI(MPI_Comm_split(MPI_COMM_WORLD, pub ? 0 : MPI_UNDEFINED, c.rank, &c.publish));
   if (c.learners != MPI_COMM_NULL) {
     MPI_Comm node;
     MPIRL_MPI(MPI_Comm_split_type(c.learners, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &node));
@@ -58,6 +140,9 @@ Comms Comms::create(const Layout& layout) {
     MPIRL_MPI(MPI_Comm_size(node, &c.node_learners));
     MPI_Comm_free(&node);
   }
+  if (r == Role::Inference)
+    for (int s : layout.inference_ranks())
+      if (s < c.rank && c.host(s) == c.host(c.rank)) ++c.node_inference_index;
   return c;
 }
 
@@ -81,7 +166,8 @@ std::string Comms::placement() const {
       if (run_start < 0) return;
       if (!line.empty()) line += ", ";
       line += run_start == run_end ? fmt::format("{} {}", role_name(last), run_start)
-                                   : fmt::format("{}s {}-{}", role_name(last), run_start, run_end);
+                                   : fmt::format("{} {}-{}", last == Role::Inference ? "inference" : role_name(last) + std::string("s"),
+                                                 run_start, run_end);
     };
     for (int r = 0; r < layout.world; ++r) {
       if (host(r) != h) continue;

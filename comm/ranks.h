@@ -1,5 +1,9 @@
 #pragma once
-// Rank layout: ranks 0..L-1 are learners, rank L is the replay, ranks L+1.. are actors.
+// Rank layout: ranks 0..L-1 are learners, rank L is the replay, the rest are actors; with central
+// inference (actor.inference = "central"), on every host (roles.inference_hosts = "each": a host
+// keeps at least one actor, else it has none; "learners": the hosts of learners only) the first
+// roles.inference_per_node of those remaining ranks serve inference instead, and each actor is
+// served by an inference rank of its own host (round-robin), or of any host when its own has none.
 #include <string>
 #include <vector>
 
@@ -10,40 +14,64 @@
 
 namespace mpirl {
 
-enum class Role { Learner, Replay, Actor };
+enum class Role { Learner, Replay, Actor, Inference };
 const char* role_name(Role r);
 
-
-struct Layout {
+class Layout {
+ public:
+  Layout() = default;
+  // Every rank an actor (after the learners and the replay): local inference.
+  Layout(int world, int learners);
   int world = 0, learners = 0;
   int replay_rank() const { return learners; }
-  int first_actor() const { return learners + 1; }
-  int actors() const { return world - learners - 1; }
-  Role role_of(int rank) const;
-  int actor_index(int rank) const { return rank - first_actor(); }
+  int actors() const { return int(actor_ranks_.size()); }
+  int actor_rank(int index) const { return actor_ranks_[size_t(index)]; }
+  const std::vector<int>& actor_ranks() const { return actor_ranks_; }
+  // The index of an actor rank among the actors (-1: not an actor).
+  int actor_index(int rank) const { return rank >= 0 && rank < world ? actor_index_[size_t(rank)] : -1; }
+  Role role_of(int rank) const { return roles_[size_t(rank)]; }
+  // Central inference: the inference ranks, the one serving an actor rank, the actors one serves.
+  bool central() const { return !inference_ranks_.empty(); }
+  const std::vector<int>& inference_ranks() const { return inference_ranks_; }
+  int server_of(int actor_rank) const { return server_[size_t(actor_rank)]; }
+  std::vector<int> served_by(int inference_rank) const;
+
+ private:
+  friend Layout make_layout(const Config&, int, const std::vector<std::string>&);
+  void index_actors();
+  std::vector<Role> roles_;
+  std::vector<int> actor_ranks_, actor_index_, inference_ranks_, server_;
 };
 
-// Throws ConfigError when the world is too small for the configured roles.
-Layout make_layout(const Config& cfg, int world_size);
+// Throws ConfigError when the world is too small for the configured roles. `hosts`: the host name
+// of every rank (empty: all on one host), which places the inference ranks.
+Layout make_layout(const Config& cfg, int world_size, const std::vector<std::string>& hosts = {});
+
+// The host name of every world rank (a collective over MPI_COMM_WORLD).
+std::vector<std::string> gather_hosts();
 
 // Communicators every rank creates collectively at start-up.
 struct Comms {
   MPI_Comm world = MPI_COMM_WORLD;
   MPI_Comm learners = MPI_COMM_NULL;  // learners only (gradient all-reduce)
-  MPI_Comm publish = MPI_COMM_NULL;   // learner 0 (root, rank 0 in it) + actors: parameter broadcasts
+  // Learner 0 (root, rank 0 in it) + whoever runs the policy: the actors (local inference) or the
+  // inference ranks (central): parameter broadcasts.
+  MPI_Comm publish = MPI_COMM_NULL;
   int rank = 0;
   Layout layout;
   std::vector<std::string> hosts;     // host name of every world rank (for messages)
   // Learners only: this learner's index among the learners on its node, and how many there are
   // (MPI_COMM_TYPE_SHARED over the learner communicator: actors on the node do not count).
   int node_learner_index = 0, node_learners = 1;
+  // Inference ranks only: this rank's index among the inference ranks of its host.
+  int node_inference_index = 0;
   std::string host(int r) const { return r >= 0 && size_t(r) < hosts.size() ? hosts[size_t(r)] : "?"; }
   Role role() const { return layout.role_of(rank); }
   // How many distinct hosts the ranks run on, and a one-line map "n1: learner 0, replay 1 | n2:
   // actors 2-3" (hosts in order of their first rank).
   int num_hosts() const;
   std::string placement() const;
-  static Comms create(const Layout& layout);
+  static Comms create(const Layout& layout, const std::vector<std::string>& hosts);
   void free();
 };
 

@@ -55,6 +55,10 @@ const char* kind_name(Kind k) {
     case Kind::PriorityUpdate: return "PriorityUpdate";
     case Kind::CheckpointRequest: return "CheckpointRequest";
     case Kind::CheckpointDone: return "CheckpointDone";
+    case Kind::InferRequest: return "InferRequest";
+    case Kind::InferReply: return "InferReply";
+    case Kind::InferBye: return "InferBye";
+    case Kind::InferStats: return "InferStats";
   }
   return "unknown";
 }

@@ -16,7 +16,7 @@
 namespace mpirl::wire {
 
 inline constexpr uint32_t kMagic = 0x4C52504Du;  // "MPRL"
-inline constexpr uint16_t kSchemaVersion = 3;  // 2: typed replay status, boot_* fields; 3: checkpoints
+inline constexpr uint16_t kSchemaVersion = 4;  // 2: typed replay status, boot_* fields; 3: checkpoints; 4: inference
 inline constexpr size_t kAlign = 64;
 inline constexpr size_t kHeaderBytes = 8;
 // Room reserved at the front of a preallocated frame for the header and envelope, so a payload

@@ -7,7 +7,7 @@ namespace mpirl {
 
 void Backoff::idle() {
   std::this_thread::sleep_for(std::chrono::microseconds(pause_us_));
-  pause_us_ = std::min(pause_us_ * 2, kMaxUs);
+  pause_us_ = std::min(pause_us_ * 2, max_us_);
 }
 
 double now_seconds() {

@@ -229,6 +229,10 @@ void cross_validate(const Config& c) {
                     c.env.num_envs, c.replay.capacity));
   if (c.run.name.find('/') != std::string::npos || c.run.name == "." || c.run.name == "..")
     bad(fmt::format("config key 'run.name' = \"{}\": expected a plain directory name", c.run.name));
+  if (c.actor.env_groups > c.env.num_envs)
+    bad(fmt::format("config key 'actor.env_groups' = {}: expected at most env.num_envs = {} (each group steps at "
+                    "least one env)",
+                    c.actor.env_groups, c.env.num_envs));
 }
 
 }  // namespace
@@ -260,7 +264,7 @@ Config parse_resolved_config(const std::string& toml_text, std::vector<std::stri
   // A run's config.toml written before a key existed loads (for eval, export and the replay
   // tools), that key at its default and listed in `defaulted`; keys this version does not know
   // are ignored, as before. Text that lacks one of the sections every mpirl wrote, or env.id, is
-  // not a resolved config ([kernels] and [eval] came later: older runs have neither).
+  // not a resolved config ([kernels], [eval] and [inference] came later: older runs lack them).
   const toml::table text = parse_text(toml_text, "<resolved config>");
   toml::table tbl = parse_text(default_config_toml(), "<default config>");
   for (const char* section : {"run", "roles", "env", "actor", "replay", "learner", "model"})

@@ -21,6 +21,8 @@ struct Config {
   } run;
   struct Roles {
     int learners = 1;
+    int inference_per_node = 1;  // inference ranks per host (actor.inference = "central")
+    std::string inference_hosts = "each";  // "each" host with actors | the "learners"' hosts
   } roles;
   struct Env {
     std::string id;
@@ -31,6 +33,8 @@ struct Config {
   } env;
   struct Actor {
     int rollout_len = 1, max_inflight = 2, threads = 1, param_tests = 0;
+    std::string inference = "local";  // "local" (the actor's own CPU) | "central" (inference ranks)
+    int env_groups = 1;               // envs split into groups stepped in turn (central: overlapped)
   } actor;
   struct Replay {
     int capacity = 1;
@@ -58,6 +62,7 @@ struct Config {
     double collective_timeout_s = 300;
     bool self_check = true;  // check the scan, the step and the reducer before training; fall back on a mismatch
     bool cuda_graph = true;  // CUDA learners: the optimizer step as a captured CUDA graph
+    bool frozen = false;     // batches received and counted, no update: parameters stay fixed (benchmarks)
   } learner;
   struct Model {
     std::string encoder = "auto";
@@ -70,6 +75,13 @@ struct Config {
   struct Kernels {
     std::string scan_backend = "auto";  // "auto" | "native" | "aten" (kernels/scan.h)
   } kernels;
+  struct Inference {  // central inference ranks (inference/server.h)
+    int64_t max_batch_rows = 0;  // 0 = no cap beyond what the served actors can have in flight
+    double max_wait_us = 500;    // the oldest request waits at most this long for others to batch with
+    std::string device = "auto"; // "auto" (a GPU when there is one), "cpu" or "cuda"
+    int threads = 1;             // torch intra-op threads on CPU
+    double emulate_batch_us = 0, emulate_row_us = 0;  // > 0: no forward pass, a sleep of this cost instead
+  } inference;
   struct Eval {  // evaluation during training (learner/evaluator.h)
     double interval_s = 0;  // 0 = off
     int episodes = 10, threads = 1;

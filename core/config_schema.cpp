@@ -43,6 +43,8 @@ const Schema& schema() {
     m["run.progress"] = string_field({"auto", "bar", "lines"}, [](Config& c, std::string v) { c.run.progress = v; });
     m["run.tensorboard"] = bool_field([](Config& c, bool v) { c.run.tensorboard = v; });
     m["roles.learners"] = int_field(1, 4096, [](Config& c, int64_t v) { c.roles.learners = int(v); });
+    m["roles.inference_per_node"] = int_field(1, 1024, [](Config& c, int64_t v) { c.roles.inference_per_node = int(v); });
+    m["roles.inference_hosts"] = string_field({"each", "learners"}, [](Config& c, std::string v) { c.roles.inference_hosts = v; });
     m["env.id"] = string_field({}, [](Config& c, std::string v) { c.env.id = v; });
     m["env.num_envs"] = int_field(1, 65536, [](Config& c, int64_t v) { c.env.num_envs = int(v); });
     m["env.obs_dim"] = int_field(1, 1 << 20, [](Config& c, int64_t v) { c.env.obs_dim = int(v); });
@@ -55,6 +57,14 @@ const Schema& schema() {
     m["actor.max_inflight"] = int_field(1, 64, [](Config& c, int64_t v) { c.actor.max_inflight = int(v); });
     m["actor.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.actor.threads = int(v); });
     m["actor.param_tests"] = int_field(0, 4096, [](Config& c, int64_t v) { c.actor.param_tests = int(v); });
+    m["actor.inference"] = string_field({"local", "central"}, [](Config& c, std::string v) { c.actor.inference = v; });
+    m["actor.env_groups"] = int_field(1, 1024, [](Config& c, int64_t v) { c.actor.env_groups = int(v); });
+    m["inference.max_batch_rows"] = int_field(0, 1 << 24, [](Config& c, int64_t v) { c.inference.max_batch_rows = v; });
+    m["inference.max_wait_us"] = float_field(0, 1e7, [](Config& c, double v) { c.inference.max_wait_us = v; });
+    m["inference.device"] = string_field({"auto", "cpu", "cuda"}, [](Config& c, std::string v) { c.inference.device = v; });
+    m["inference.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.inference.threads = int(v); });
+    m["inference.emulate_batch_us"] = float_field(0, 1e7, [](Config& c, double v) { c.inference.emulate_batch_us = v; });
+    m["inference.emulate_row_us"] = float_field(0, 1e6, [](Config& c, double v) { c.inference.emulate_row_us = v; });
     m["replay.capacity"] = int_field(1, 1 << 30, [](Config& c, int64_t v) { c.replay.capacity = int(v); });
     m["replay.selector"] = string_field({"fifo", "uniform", "prioritized"}, [](Config& c, std::string v) { c.replay.selector = v; });
     m["replay.max_times_sampled"] = int_field(0, 9.0e15, [](Config& c, int64_t v) { c.replay.max_times_sampled = v; });
@@ -84,6 +94,7 @@ const Schema& schema() {
     m["learner.collective_timeout_s"] = float_field(1, inf, [](Config& c, double v) { c.learner.collective_timeout_s = v; });
     m["learner.cuda_graph"] = bool_field([](Config& c, bool v) { c.learner.cuda_graph = v; });
     m["learner.self_check"] = bool_field([](Config& c, bool v) { c.learner.self_check = v; });
+    m["learner.frozen"] = bool_field([](Config& c, bool v) { c.learner.frozen = v; });
     m["kernels.scan_backend"] =
         string_field({"auto", "native", "aten"}, [](Config& c, std::string v) { c.kernels.scan_backend = v; });
     m["learner.gamma"] = float_field(0, 1, [](Config& c, double v) { c.learner.gamma = v; });

@@ -53,7 +53,7 @@ void setup_logging(int rank, const std::string& role, const std::string& progres
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("", sink));
   // On a live terminal a line first clears the status bar it would otherwise be glued to.
   spdlog::set_pattern(fmt::format("{}[%H:%M:%S.%e] [rank {} {}] %^%l%$: %v", g_live ? "\r\x1b[K" : "", rank, role));
-  spdlog::set_level(rank == 0 || role == "replay" ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_level(rank == 0 || role == "replay" || role == "inference" ? spdlog::level::info : spdlog::level::warn);
   if (const char* lvl = std::getenv("MPIRL_LOG_LEVEL")) spdlog::set_level(spdlog::level::from_str(lvl));
 }
 

@@ -9,7 +9,7 @@ namespace mpirl {
 // output goes to a Slurm .out file), mpirun's stdout is one too; a rank started by orted or
 // slurmstepd never is. TERM must name a real terminal and CI must be unset.
 // `progress`: run.progress -- "auto" (that detection), "bar" (live even when piped) or "lines".
-// Sets: "[time] [rank R ROLE] level: message", info on rank 0 and the replay, warnings elsewhere
+// Sets: "[time] [rank R ROLE] level: message", info on rank 0, the replay and inference ranks, warnings elsewhere
 // (MPIRL_LOG_LEVEL overrides); colours only on a live terminal, where every line also starts by
 // clearing the status bar so no rank's line is glued to it.
 void setup_logging(int rank, const std::string& role, const std::string& progress = "auto");

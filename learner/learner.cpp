@@ -67,6 +67,11 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     if (!start.resume_from.empty()) fields["resumed_from"] = start.resume_from;
     run.set_summary_fields(fields);
   }
+  InferenceMonitor inference(comms);  // central inference: the inference ranks' statistics (learner 0)
+  run.set_inference(&inference);
+  if (lead && cfg.learner.frozen)
+    spdlog::warn("learner.frozen = true: batches are received and counted but never trained on; the parameters stay "
+                 "as initialised (a sampling-throughput benchmark)");
   Checkpointer checkpoints(cfg, comms, start, trainer, run, source);
   std::unique_ptr<Publisher> publisher;
   run.start();
@@ -168,6 +173,11 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     if (a.checkpoint) checkpoints.begin(version, false);  // before this batch: the state after `version` updates
     run.on_trained(*b);  // counted only for batches that are trained on (or all masked out)
     if (!a.update) continue;  // every sequence of every learner too old: no step on zero gradients
+    if (cfg.learner.frozen) {  // a benchmark of sampling: the batch is counted, the parameters stay
+      source.progress();
+      run.maybe_log();
+      continue;
+    }
     trainer.set_progress(progress_of(a.env_steps, cfg.run.total_env_steps));
     auto r = trainer.update(b->train, b->boot);
     source.send_priorities(*b, r.priorities);
@@ -227,6 +237,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     run.on_episodes(r, l);
   });
   if (lead) run.set_status(final_status);
+  if (inference.enabled())  // each inference rank's last report comes after its actors' goodbyes
+    inference.wait_finals([&] { leave_if_launcher_ends_job(); }, cfg.run.stall_timeout_s);
   const std::string sealed = checkpoints.enabled() ? checkpoints.finish_final(final_status) : "";
   run.counts().received += source.items_received();
   LearnerCounts totals = sum_counts(comms, run.counts());

@@ -176,6 +176,8 @@ nlohmann::json RunController::snapshot() const {
   j["learner_wait_s"] = wait_s_;
   j["replay_fill"] = status_.fill;
   j["replay_capacity"] = status_.capacity;
+  if (inference_ && inference_->enabled())
+    if (auto r = inference_->row(); !r.is_null()) j["inference"] = r;  // the inference ranks' last windows
   if (last_.last.total.defined()) {
     j["loss_total"] = last_.last.total.item<double>();
     j["loss_policy"] = last_.last.policy.item<double>();
@@ -212,7 +214,7 @@ void RunController::log(bool final) {
   // Most important first: a bar narrower than the line keeps the leading fields that fit.
   const std::string learner_label =  // its own count, not the learners' total
       comms_.layout.learners > 1 ? fmt::format("learner 0 (of {})", comms_.layout.learners) : "learner";
-  const std::vector<std::string> fields = {
+  std::vector<std::string> fields = {
       fmt::format("[{:7.1f}s] steps {:>10}", num("time_s"), status_.env_steps),
       fmt::format("{:>8.0f} SPS", num("sps")),
       fmt::format("return {:7.1f}", num("mean_return")),
@@ -221,6 +223,10 @@ void RunController::log(bool final) {
       fmt::format("loss pi {:+.3f} v {:.3f} ent {:.3f}", j.value("loss_policy", 0.0), j.value("loss_value", 0.0),
                   j.value("entropy", 0.0)),
       fmt::format("replay {}/{}", status_.fill, status_.capacity)};
+  if (j.contains("inference")) {  // central inference: rows per forward pass, request latency
+    const auto& in = j["inference"];
+    fields.push_back(fmt::format("infer {:.1f} rows {:.1f} ms", in.value("rows_mean", 0.0), in.value("latency_ms_mean", 0.0)));
+  }
   if (live_status() && !final) {
     const size_t width = size_t(std::max(20, terminal_columns() - 1));
     std::string line = fields[0];
@@ -237,7 +243,9 @@ void RunController::log(bool final) {
 }
 
 void RunController::maybe_log() {
-  if (lead_ && now_seconds() - last_log_ >= cfg_.run.log_interval_s) log(false);
+  if (!lead_ || now_seconds() - last_log_ < cfg_.run.log_interval_s) return;
+  if (inference_) inference_->poll();
+  log(false);
 }
 
 void RunController::save_model(models::Policy& policy, const envs::EnvSpec& spec) {
@@ -273,6 +281,7 @@ nlohmann::json RunController::summary(const std::string& reason, double wall, co
                         {"seconds", status_.dump.seconds},
                         {"failures", status_.dump.failures},
                         {"last_error", status_.dump.last_error}};
+  if (inference_ && inference_->enabled()) s["inference"] = inference_->summary();
   for (auto& [k, v] : fields_.items()) s[k] = v;
   for (auto& [k, v] : extra.items()) s[k] = v;
   return s;

@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/run_dir.h"
 #include "learner/batch_source.h"
+#include "learner/inference_monitor.h"
 #include "learner/replay_status_json.h"
 #include "learner/trainer.h"
 #include "models/policy.h"
@@ -99,6 +100,8 @@ class RunController {
   // Fields every summary carries (placement, segment, resumed_from), set once at the start.
   void set_summary_fields(nlohmann::json fields) { fields_ = std::move(fields); }
   void set_totals(const LearnerCounts& all) { totals_ = all; }
+  // Central inference: the monitor whose statistics the rows, the status line and the summary carry.
+  void set_inference(InferenceMonitor* m) { inference_ = m; }
 
  private:
   nlohmann::json snapshot() const;
@@ -135,6 +138,7 @@ class RunController {
   double start_ = 0, last_log_ = 0, wait_s_ = 0, wall_ = 0;
   nlohmann::json fields_ = nlohmann::json::object();
   nlohmann::json decision_;  // null until note_stop_decision()
+  InferenceMonitor* inference_ = nullptr;
 };
 
 }  // namespace mpirl::learner

@@ -3,6 +3,8 @@
 hostnames, addresses, /tmp and /dev/shm per node, Open MPI over TCP between nodes.
   three_nodes          learner + replay on n1, actors on n2/n3: a short job finishes, the summary's
                        rank table names each rank's host, the counts add up across nodes
+  central_three_nodes  central inference: an inference rank on each actor node serves that node's
+                       actors; the job finishes and the counts add up across nodes
   learners_two_nodes   3 learners on 2 nodes: gradients averaged over TCP, identical parameters;
                        each learner picks its GPU by its index among its node's learners
                        (MPIRL_FAKE_GPUS=2: the pick without CUDA)
@@ -115,6 +117,28 @@ def case_three_nodes(args):
         # Every actor delivered: the replay counts rollouts from each actor rank.
         check(s["replay"]["rollouts"] > 0 and s["replay"]["actor_env_steps"] >= 200000, "actors on n2 and n3 delivered")
         check("every 300 s" in p.stdout + p.stderr, "periodic checkpoints on by default across hosts (every 300 s)")
+    finally:
+        c.down()
+
+
+def case_central_three_nodes(args):
+    c = Cluster(args, 3)
+    try:
+        p, d = finished(args, c, "n1:2,n2:3,n3:3", 8, ['actor.inference="central"', "actor.env_groups=2",
+                                                      "run.total_env_steps=200000"])
+        s = mpi_test.finished_run(p, d, 200000)
+        table = {r["rank"]: (r["role"], r["host"]) for r in s["ranks"]}
+        want = {0: ("learner", "n1"), 1: ("replay", "n1"), 2: ("inference", "n2"), 3: ("actor", "n2"),
+                4: ("actor", "n2"), 5: ("inference", "n3"), 6: ("actor", "n3"), 7: ("actor", "n3")}
+        check(table == want, f"rank table: {table}")
+        check("n1: learner 0, replay 1 | n2: inference 2, actors 3-4 | n3: inference 5, actors 6-7" in p.stdout + p.stderr,
+              "learner 0 logs the placement with the inference ranks")
+        inf = s["inference"]
+        hosts = sorted((r["rank"], r["host"], r["actors"]) for r in inf["ranks"])
+        check(hosts == [(2, "n2", 2), (5, "n3", 2)] and inf["final_reports"] == 2,
+              f"each actor node's inference rank served its own 2 actors ({hosts})")
+        sent = s["replay"]["actor_env_steps"]
+        check(inf["total"]["rows"] >= sent, f"rows served {inf['total']['rows']} >= env steps sent {sent}")
     finally:
         c.down()
 
@@ -271,6 +295,19 @@ def case_slurm_placement(args):
         check(table == want, f"placement as asked: {table}")
         check("learner nodes: n1; actor nodes: n2 n3" in text and "mpirl exited with 0" in text,
               "the job log names the nodes and the exit")
+        # Central inference: the inference rank on the learner node (its GPU), after the replay.
+        job, log, d = slurm_job(args, "mpirl-central", ["--set", "run.total_env_steps=200000", "--set",
+                                                        'actor.inference="central"'], "3", wait=True)
+        text = open(log).read()
+        print(text[-3000:])
+        s = mpi_test.finished_run(types.SimpleNamespace(returncode=0), d, 200000)
+        table = {r["rank"]: (r["role"], r["host"]) for r in s["ranks"]}
+        want = {0: ("learner", "n1"), 1: ("replay", "n1"), 2: ("inference", "n1"), 3: ("actor", "n2"),
+                4: ("actor", "n2"), 5: ("actor", "n3"), 6: ("actor", "n3")}
+        check(table == want, f"central placement: {table}")
+        inf = s["inference"]["ranks"]
+        check(len(inf) == 1 and inf[0]["actors"] == 4 and "inference rank(s)" in text,
+              f"the learner node's inference rank served all 4 actors ({[(r['rank'], r['actors']) for r in inf]})")
     finally:
         c.down()
 

@@ -500,8 +500,8 @@ def case_selftest_command(args):
     p = subprocess.run(base, env=ENV, capture_output=True, text=True, timeout=240)
     print(p.stdout, p.stderr[-2000:])
     check(p.returncode == 0 and "selftest: every check passed" in p.stdout, f"selftest passes (exit {p.returncode})")
-    rows = re.findall(r"^ +(\d) +\S+ +cpu +ok \S+ +ok \S+\s*$", p.stdout, re.M)
-    check(rows == ["0", "1", "2"], f"a row per rank with scan and step ok ({rows})")
+    rows = re.findall(r"^ +(\d) +\S+ +cpu +ok \S+ +ok \S+ +ok \S+\s*$", p.stdout, re.M)
+    check(rows == ["0", "1", "2"], f"a row per rank with scan, step and inference ok ({rows})")
     check("MPI_Allreduce (host)" in p.stdout and "GB/s bus" in p.stdout, "the reducer check and the MPI bandwidth")
     check("GPU checks not run" in p.stdout, "says which GPU checks could not run here")
     bad_key = subprocess.run(base + ["--set", "learner.batch_sise=8"], env=ENV, capture_output=True, text=True,
@@ -513,6 +513,11 @@ def case_selftest_command(args):
     print(p.stdout)
     check(p.returncode == 1 and re.search(r"^ +2 .* FAILED ", p.stdout, re.M) and "selftest: FAILED" in p.stdout,
           f"a faulty scan on rank 2 fails its row and the command (exit {p.returncode})")
+    p = subprocess.run(base, env=dict(ENV, MPIRL_TEST_SELF_CHECK_FAULT="inference:1"), capture_output=True, text=True,
+                       timeout=240)
+    print(p.stdout)
+    check(p.returncode == 1 and re.search(r"^ +1 +\S+ +cpu +ok \S+ +ok \S+ +FAILED ", p.stdout, re.M),
+          f"central inference that disagrees with local acting on rank 1 fails its row (exit {p.returncode})")
 
 
 def case_bad_dump_path(args):

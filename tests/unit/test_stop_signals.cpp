@@ -134,6 +134,10 @@ TEST(Placement, OneLinePerHostWithRankRuns) {
   c.hosts = {"a", "a", "a", "a", "a", "a"};
   EXPECT_EQ(c.num_hosts(), 1);
   EXPECT_EQ(c.placement(), "a: learners 0-1, replay 2, actors 3-5");
+  // Central inference: the first rank after the replay on each host serves its actors.
+  c.hosts = {"a", "a", "a", "a", "b", "b", "b"};
+  c.layout = make_layout(load_config("", {"actor.inference=\"central\""}), 7, c.hosts);
+  EXPECT_EQ(c.placement(), "a: learner 0, replay 1, inference 2, actor 3 | b: inference 4, actors 5-6");
 }
 
 TEST(Placement, PeriodicCheckpointsOnByDefaultOnlyAcrossHosts) {
