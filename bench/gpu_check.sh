@@ -2,13 +2,14 @@
 # The GPU check in one call (issue 30): everything a lent GPU machine should measure, within about
 # 8 minutes on one GPU and 16 cores, into one results file. What needs CUDA is skipped, and said
 # to be, on a machine without it (the rehearsal on the CPU).
-#   1. the GPU tests (ctest -L gpu: CUDA scan vs CPU, CUDA-graph step vs eager, NCCL on one GPU)
-#   2. bench_scan --device cuda (bandwidth of the scan kernels)
-#   3. bench_learner graph vs eager (MLP and LRU, T = 32, B = 256)
-#   4. mpirl selftest on one rank (scan, step and central inference on the GPU)
-#   5. Atari Breakout with the learner on the GPU, the same ranks twice for SECONDS each: local
+#   1. mpirl selftest on one rank (scan, step and central inference on the GPU)
+#   2. Atari Breakout with the learner on the GPU, the same ranks twice for SECONDS each: local
 #      inference (1 learner, 1 replay, RANKS-2 actors) and central inference (1 inference rank on
 #      the GPU, RANKS-3 actors, 2 env groups), beside ale-py's env-only ceiling of RANKS-2 processes
+#   3. the GPU tests (ctest -L gpu: CUDA scan vs CPU, CUDA-graph step vs eager, NCCL on one GPU)
+#   4. bench_scan --device cuda (bandwidth of the scan kernels)
+#   5. bench_learner graph vs eager (MLP and LRU, T = 32, B = 256)
+# (The measurement the lend is for first: a run cut short by its time limit keeps what it wrote.)
 # Usage: bench/gpu_check.sh [BUILD_DIR=build] [RESULTS=bench/out/gpu_check.txt]
 # Environment: GPU_CHECK_RANKS (default: the cores, at most 16), GPU_CHECK_SECONDS (default 120),
 # GPU_CHECK_PYTHON (the Python with ale-py for the env-only ceiling; default: the one mpirl embeds,
@@ -50,32 +51,10 @@ else
 fi
 say "mpirun: $($mpirun --version 2>&1 | head -1); binaries: $bin"
 
-# 1. The GPU tests.
-if ((gpu)); then
-  if [ -f "$bin/CTestTestfile.cmake" ] && grep -rq "mpirl_gpu_tests" "$bin/tests/CTestTestfile.cmake" 2>/dev/null; then
-    run "ctest -L gpu" 240 bash -c "cd '$bin' && ctest -L gpu --output-on-failure"
-  elif [ -x "$bin/tests/mpirl_gpu_tests" ]; then  # the same tests, without a configured build tree
-    run "GPU tests (ctest -L gpu's binary)" 240 "$bin/tests/mpirl_gpu_tests" --gtest_brief=1
-  else
-    say "GPU tests: no $bin/tests/mpirl_gpu_tests (build with nvcc present)"
-  fi
-else
-  say "SKIPPED (no GPU): ctest -L gpu"
-fi
-
-# 2-3. Kernel and learner-step throughput.
-if ((gpu)); then
-  run "bench_scan --device cuda" 90 "$bin/bench_scan" --device cuda --T 256,4096 --min-seconds 0.05
-  run "bench_learner MLP graph vs eager" 60 "$bin/bench_learner" --device cuda --policy mlp --T 32 --B 256 --seconds 3
-  run "bench_learner LRU graph vs eager" 60 "$bin/bench_learner" --device cuda --policy lru --T 32 --B 256 --seconds 3
-else
-  say "SKIPPED (no GPU): bench_scan --device cuda, bench_learner graph vs eager (CUDA graphs need a GPU)"
-fi
-
-# 4. The self-checks, central inference included, on this machine's device.
+# 1. The self-checks, central inference included, on this machine's device.
 run "mpirl selftest (1 rank)" 120 "$mpirun" -n 1 --oversubscribe "$bin/mpirl" selftest --config "$root/configs/atari_breakout.toml"
 
-# 5. Breakout: env-only ceiling, then local and central inference with learning, same ranks.
+# 2. Breakout: env-only ceiling, then local and central inference with learning, same ranks.
 py=${GPU_CHECK_PYTHON:-}
 if [ -z "$py" ]; then
   embedded=$(strings "$bin/mpirl" 2>/dev/null | grep -m1 -E '/bin/python3(\.[0-9]+)?$' || true)
@@ -133,6 +112,28 @@ PY
 }
 breakout "local inference" --set 'actor.inference="local"'
 breakout "central inference" --set 'actor.inference="central"' --set actor.env_groups=2
+# 3. The GPU tests.
+if ((gpu)); then
+  if [ -f "$bin/CTestTestfile.cmake" ] && grep -rq "mpirl_gpu_tests" "$bin/tests/CTestTestfile.cmake" 2>/dev/null; then
+    run "ctest -L gpu" 240 bash -c "cd '$bin' && ctest -L gpu --output-on-failure"
+  elif [ -x "$bin/tests/mpirl_gpu_tests" ]; then  # the same tests, without a configured build tree
+    run "GPU tests (ctest -L gpu's binary)" 240 "$bin/tests/mpirl_gpu_tests" --gtest_brief=1
+  else
+    say "GPU tests: no $bin/tests/mpirl_gpu_tests (build with nvcc present)"
+  fi
+else
+  say "SKIPPED (no GPU): ctest -L gpu"
+fi
+
+# 4-5. Kernel and learner-step throughput.
+if ((gpu)); then
+  run "bench_scan --device cuda" 90 "$bin/bench_scan" --device cuda --T 256,4096 --min-seconds 0.05
+  run "bench_learner MLP graph vs eager" 60 "$bin/bench_learner" --device cuda --policy mlp --T 32 --B 256 --seconds 3
+  run "bench_learner LRU graph vs eager" 60 "$bin/bench_learner" --device cuda --policy lru --T 32 --B 256 --seconds 3
+else
+  say "SKIPPED (no GPU): bench_scan --device cuda, bench_learner graph vs eager (CUDA graphs need a GPU)"
+fi
+
 rm -rf "$tmp"
 say ""
 say "# done in $SECONDS s; results in $results"

@@ -24,7 +24,7 @@ CheckOutcome check_central_inference(const Config& cfg, const envs::EnvSpec& spe
   {  // an untrained head is nearly uniform: make the rows (and the greedy choice) matter
     torch::NoGradGuard g;
     for (auto& p : local->named_parameters())
-      if (p.key().rfind("pi.", 0) == 0) p.value().mul_(100);
+      if (p.key().rfind("pi.", 0) == 0) p.value().mul_(10);
   }
   std::vector<float> flat(size_t(models::num_params(local)));
   models::write_flat(local, flat.data());
@@ -42,7 +42,8 @@ CheckOutcome check_central_inference(const Config& cfg, const envs::EnvSpec& spe
   auto init = (torch::rand({A, E, steps}) < 0.3).to(torch::kUInt8);
   init.select(2, 0).fill_(1);
   CheckOutcome out;
-  out.tolerance = device.is_cuda() ? 1e-3 : 1e-5;  // cuDNN convolutions may use TF32 on a GPU
+  // cuDNN convolutions use TF32 on a GPU unless told not to (LibTorch's default): about 1e-3 relative.
+  out.tolerance = device.is_cuda() ? 5e-3 : 1e-5;
   out.what = fmt::format("{} policy rows, greedy actions and core states on {} against local acting on the CPU",
                          spec.id, device.str());
   c10::InferenceMode guard;

@@ -219,8 +219,9 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
                                  {"broadcast_s_mean", publisher->schedule().mean_seconds()},
                                  {"broadcast_s_max", publisher->schedule().max_seconds()}};
   if (publisher && lead)
-    spdlog::info("parameter broadcasts: {} to the actors, {:.3f} s on average from start to completion (longest "
-                 "{:.3f} s)", publisher->schedule().published(), publisher->schedule().mean_seconds(),
+    spdlog::info("parameter broadcasts: {} to the {}, {:.3f} s on average from start to completion (longest "
+                 "{:.3f} s)", publisher->schedule().published(),
+                 comms.layout.central() ? "inference ranks" : "actors", publisher->schedule().mean_seconds(),
                  publisher->schedule().max_seconds());
   if (lead && evaluator.enabled()) {
     for (const auto& row : evaluator.finished()) run.on_eval(row);  // one that ended since the last update

@@ -1,6 +1,7 @@
 #pragma once
-// Learner 0's side of the parameter channel: the newest parameters go to every actor when the
-// schedule (learner/publish_schedule.h) says so and the previous broadcast has completed.
+// Learner 0's side of the parameter channel: the newest parameters go to whoever runs the policy
+// (every actor, or with central inference the inference ranks) when the schedule
+// (learner/publish_schedule.h) says so and the previous broadcast has completed.
 #include <cstdint>
 #include <vector>
 

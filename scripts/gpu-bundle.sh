@@ -19,7 +19,7 @@ bundle="$root/.gpu-bundle"
 build="${MPIRL_BUILD_DIR:-$root/build}"
 # Libraries never carried: the C/C++ runtime, and what the machine's Open MPI, CUDA and torch bring
 # (carrying those would shadow the machine's own).
-SKIP='^(libc\.|libm\.|libdl\.|libpthread\.|librt\.|ld-linux|libstdc\+\+|libgcc_s|libmpi|libopen-(pal|rte)|libhwloc|libevent|libpmix|libfabric|libucx|libuc[mpst]|libibverbs|librdmacm|libnl-|libpsm|libcuda\.|libnvidia|libtorch|libc10|libcudart|libnccl|libcublas|libcudnn|libnvrtc|libnvJit|libcupti|libcufft|libcurand|libcusparse|libcusolver|libnvToolsExt|libcufile|libnvshmem|libgomp|libpython|libz\.|libudev|libsystemd|libcap\.)'
+SKIP='^(libc\.|libm\.|libdl\.|libpthread\.|librt\.|libresolv|libutil\.|libcrypt\.|libnsl|libanl|ld-linux|libstdc\+\+|libgcc_s|libmpi|libopen-(pal|rte)|libhwloc|libevent|libpmix|libfabric|libucx|libuc[mpst]|libibverbs|librdmacm|libnl-|libpsm|libcuda\.|libnvidia|libtorch|libc10|libcudart|libnccl|libcublas|libcudnn|libnvrtc|libnvJit|libcupti|libcufft|libcurand|libcusparse|libcusolver|libnvToolsExt|libcufile|libnvshmem|libgomp|libpython|libz\.|libudev|libsystemd|libcap\.)'
 
 pack() {
   local py_prefix
@@ -44,6 +44,11 @@ pack() {
   local sp="lib/python3.11/site-packages"
   local pkgs=(numpy numpy.libs ale_py gymnasium cloudpickle farama_notifications typing_extensions.py minatar)
   [ -d "$py_prefix/$sp/ale_py.libs" ] && pkgs+=(ale_py.libs)
+  # Their metadata too: ale_py asks importlib.metadata for its own version at import.
+  local meta
+  for meta in "$py_prefix/$sp"/{numpy,ale_py,gymnasium,cloudpickle,farama_notifications,typing_extensions,MinAtar}-*.dist-info; do
+    [ -d "$meta" ] && pkgs+=("${meta##*/}")
+  done
   local stage
   stage=$(mktemp -d)
   (cd "$py_prefix" && tar -cf - --exclude='__pycache__' --exclude='site-packages' --exclude='test' --exclude='tests' \
