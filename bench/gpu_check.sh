@@ -12,6 +12,8 @@
 # (The measurement the lend is for first: a run cut short by its time limit keeps what it wrote.)
 # Usage: bench/gpu_check.sh [BUILD_DIR=build] [RESULTS=bench/out/gpu_check.txt]
 # Environment: GPU_CHECK_RANKS (default: the cores, at most 16), GPU_CHECK_SECONDS (default 120),
+# GPU_CHECK_ENVS (envs per actor, default 8 as configs/atari_breakout.toml; the ceiling uses as
+# many), GPU_CHECK_PARTS (default "selftest breakout tests kernels": which steps to run),
 # GPU_CHECK_PYTHON (the Python with ale-py for the env-only ceiling; default: the one mpirl embeds,
 # else python3), MPIRUN (default mpirun).
 set -uo pipefail
@@ -23,6 +25,9 @@ mkdir -p "$(dirname "$results")"
 ranks=${GPU_CHECK_RANKS:-$(($(nproc) < 16 ? $(nproc) : 16))}
 ((ranks >= 4)) || ranks=4
 secs=${GPU_CHECK_SECONDS:-120}
+envs=${GPU_CHECK_ENVS:-8}
+parts=" ${GPU_CHECK_PARTS:-selftest breakout tests kernels} "
+part() { [[ $parts == *" $1 "* ]]; }
 mpirun=${MPIRUN:-mpirun}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 say() { echo "$*" | tee -a "$results"; }
@@ -52,9 +57,10 @@ fi
 say "mpirun: $($mpirun --version 2>&1 | head -1); binaries: $bin"
 
 # 1. The self-checks, central inference included, on this machine's device.
-run "mpirl selftest (1 rank)" 120 "$mpirun" -n 1 --oversubscribe "$bin/mpirl" selftest --config "$root/configs/atari_breakout.toml"
+part selftest && run "mpirl selftest (1 rank)" 120 "$mpirun" -n 1 --oversubscribe "$bin/mpirl" selftest --config "$root/configs/atari_breakout.toml"
 
 # 2. Breakout: env-only ceiling, then local and central inference with learning, same ranks.
+if part breakout; then
 py=${GPU_CHECK_PYTHON:-}
 if [ -z "$py" ]; then
   embedded=$(strings "$bin/mpirl" 2>/dev/null | grep -m1 -E '/bin/python3(\.[0-9]+)?$' || true)
@@ -63,9 +69,9 @@ fi
 actors=$((ranks - 2))
 tmp=$(mktemp -d)
 say ""
-say "## Breakout: ale-py alone, $actors processes x 8 envs, random actions, 20 s ($py)"
+say "## Breakout: ale-py alone, $actors processes x $envs envs, random actions, 20 s ($py)"
 for i in $(seq 1 "$actors"); do
-  timeout 60 "$py" "$root/bench/ale_env_only.py" --game breakout --num-envs 8 --seconds 20 --seed "$i" >"$tmp/ale$i.json" 2>>"$tmp/ale.err" &
+  timeout 60 "$py" "$root/bench/ale_env_only.py" --game breakout --num-envs "$envs" --seconds 20 --seed "$i" >"$tmp/ale$i.json" 2>>"$tmp/ale.err" &
 done
 wait
 ale=$(python3 -c "import json,glob; print(sum(json.load(open(f))['sps'] for f in glob.glob('$tmp/ale*.json') if open(f).read().strip()))" 2>/dev/null || echo 0)
@@ -85,7 +91,8 @@ breakout() {  # label, extra --set...
   run "Breakout, $label, learner on $device, $ranks ranks, ${secs} s" $((secs + 150)) \
     "$mpirun" -n "$ranks" --oversubscribe --bind-to none "$bin/mpirl" train --config "$root/configs/atari_breakout.toml" \
     --set "learner.device=\"$device\"" --set run.max_wall_seconds="$secs" --set run.log_interval_s=20 \
-    --set run.out_dir="\"$tmp\"" --set run.name="\"$name\"" --set 'replay.dump="never"' "$@"
+    --set run.out_dir="\"$tmp\"" --set run.name="\"$name\"" --set 'replay.dump="never"' --set env.num_envs="$envs" \
+    --set replay.capacity=$((envs * ranks * 2)) "$@"
   [ -n "$util" ] && kill "$util" 2>/dev/null
   if [ -f "$tmp/$name/summary.json" ]; then
     python3 - "$tmp/$name/summary.json" "$label" "$ale" "$tmp/$name.smi" <<'PY' | tee -a "$results"
@@ -112,8 +119,13 @@ PY
 }
 breakout "local inference" --set 'actor.inference="local"'
 breakout "central inference" --set 'actor.inference="central"' --set actor.env_groups=2
+breakout_done=1
+fi
+
 # 3. The GPU tests.
-if ((gpu)); then
+if ! part tests; then
+  :
+elif ((gpu)); then
   if [ -f "$bin/CTestTestfile.cmake" ] && grep -rq "mpirl_gpu_tests" "$bin/tests/CTestTestfile.cmake" 2>/dev/null; then
     run "ctest -L gpu" 240 bash -c "cd '$bin' && ctest -L gpu --output-on-failure"
   elif [ -x "$bin/tests/mpirl_gpu_tests" ]; then  # the same tests, without a configured build tree
@@ -126,7 +138,9 @@ else
 fi
 
 # 4-5. Kernel and learner-step throughput.
-if ((gpu)); then
+if ! part kernels; then
+  :
+elif ((gpu)); then
   run "bench_scan --device cuda" 90 "$bin/bench_scan" --device cuda --T 256,4096 --min-seconds 0.05
   run "bench_learner MLP graph vs eager" 60 "$bin/bench_learner" --device cuda --policy mlp --T 32 --B 256 --seconds 3
   run "bench_learner LRU graph vs eager" 60 "$bin/bench_learner" --device cuda --policy lru --T 32 --B 256 --seconds 3
@@ -134,6 +148,6 @@ else
   say "SKIPPED (no GPU): bench_scan --device cuda, bench_learner graph vs eager (CUDA graphs need a GPU)"
 fi
 
-rm -rf "$tmp"
+rm -rf "${tmp:-/nonexistent}"
 say ""
 say "# done in $SECONDS s; results in $results"
