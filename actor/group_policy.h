@@ -99,6 +99,7 @@ class RemotePolicy final : public GroupPolicy {
     wire::Message msg;  // the reply, decoded (views into `reply`)
   };
   void post_reply(int g);
+  void settle(MPI_Request& req);  // tests a just-posted request until it is sent (at most 1 ms)
   bool test_reply(int g);  // true once group g's reply is in (sets stop_ on a Stop)
   void check_silence(double waited_since);
 

@@ -59,6 +59,24 @@ void RemotePolicy::observed(int g, const void* obs, int64_t obs_stride, const ui
   post_reply(g);  // before the request: the reply can never arrive unexpected
   MPIRL_MPI(MPI_Isend(frame, int(total), MPI_BYTE, server_, kTagInferReq, comms_.world, &grp.request.req));
   grp.outstanding = true;
+  settle(grp.request.req);
+}
+
+void RemotePolicy::settle(MPI_Request& req) {
+  // A transport without single-copy (shared memory with it off, TCP) moves a large request in
+  // fragments, sent during the sender's MPI calls: a request left pending while the actor steps
+  // its other group (no MPI calls for milliseconds) would reach the inference rank only after it.
+  // So it is pushed out now, while the inference rank receives it -- unless that takes longer than
+  // kSettleS (the rank is busy with a batch): then it completes at the actor's next MPI call.
+  constexpr double kSettleS = 1e-3;
+  Backoff b(50);
+  const double t0 = now_seconds();
+  for (;;) {
+    int done = 0;
+    MPIRL_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done || now_seconds() - t0 > kSettleS) return;
+    b.idle();
+  }
 }
 
 bool RemotePolicy::test_reply(int g) {
@@ -104,6 +122,10 @@ bool RemotePolicy::act(int g, const void*, int64_t, const uint8_t*, int64_t, con
     b.idle();
   }
   grp.outstanding = false;
+  for (auto& other : g_) {  // any request still being pushed out gets another MPI call now
+    int done = 0;
+    if (other.request.req != MPI_REQUEST_NULL) MPIRL_MPI(MPI_Test(&other.request.req, &done, MPI_STATUS_IGNORE));
+  }
   const wire::Message& msg = grp.msg;
   if (msg.env.kind == wire::Kind::Stop) return false;
   const EnvGroup& eg = groups_.g[size_t(g)];

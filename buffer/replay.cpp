@@ -1,5 +1,7 @@
 #include "buffer/replay.h"
 
+#include <sys/prctl.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,8 +55,8 @@ class ReplayServer {
 
   int run() {
     const int L = comms_.layout.learners, A = comms_.layout.actors();
-    Backoff backoff;
-    while (!(actors_done_ == A && byes_.size() == size_t(L) && acked_)) {
+    Backoff backoff, receiving(20);
+    while (!(actors_done_ == A && byes_.size() == size_t(L) && acked_ && rx_.src < 0)) {
       fault_point();
       bool progress = false;
       progress |= handle_learners();
@@ -65,7 +67,14 @@ class ReplayServer {
       // The goodbyes carry the final counters: only once every actor has said it is done too.
       if (!acked_ && byes_.size() == size_t(L) && actors_done_ == A) finish_learners();
       sends_.progress();
-      if (progress) backoff.reset(); else backoff.idle();
+      if (progress) {
+        backoff.reset();
+        receiving.reset();
+      } else if (rx_.src >= 0) {
+        receiving.idle();  // a rollout is arriving: it moves only while this rank calls MPI
+      } else {
+        backoff.idle();
+      }
     }
     sends_.wait_all();
     return final_dump_ok_ ? 0 : 3;
@@ -153,69 +162,104 @@ class ReplayServer {
     return write_checkpoint_part(rb_, st, dir, cfg_, c_.checkpoint);
   }
 
-  // A rollout goes straight into a reserved replay chunk (no copy); anything else into rbuf_.
+  // A rollout goes straight into a reserved replay chunk (no copy); anything else into discard_.
+  // The receive never blocks (MPI_Improbe + MPI_Imrecv, one rollout in flight): a transport without
+  // single-copy moves a large rollout in fragments during the sender's MPI calls, and an actor
+  // stepping its envs makes none for milliseconds; meanwhile the learners are served.
   bool handle_actors() {
     bool any = false;
-    const int64_t E = cfg_.env.num_envs;
-    // Actors are polled in turn (not MPI_ANY_SOURCE): when the limiter admits one rollout at a
-    // time, any-source matching keeps serving the same actor and starves the others.
     const int A = comms_.layout.actors();
-    for (int tried = 0; tried < A && (stopping_ || rb_.can_insert_chunk());) {
-      int src = comms_.layout.actor_rank(next_actor_);
-      next_actor_ = (next_actor_ + 1) % A;
-      int flag = 0, count = 0;
-      MPI_Status st;
-      MPIRL_MPI(MPI_Iprobe(src, kTagRollout, comms_.world, &flag, &st));
-      if (!flag) {
-        ++tried;
+    for (;;) {
+      if (rx_.src >= 0) {
+        // Tested back to back for up to kReceiveSpinS: a transport without single-copy moves the
+        // rollout only while both ranks call MPI, and the actor that sent it usually is (it waits
+        // for its actions, or for a send credit). Past that the actor is stepping its envs: serve
+        // the learners meanwhile and test again on the next pass.
+        constexpr double kReceiveSpinS = 2e-3;
+        int done = 0;
+        for (const double t0 = now_seconds(); !done && now_seconds() - t0 < kReceiveSpinS;)
+          MPIRL_MPI(MPI_Test(&rx_.req, &done, MPI_STATUS_IGNORE));
+        if (!done) return any;
+        const Incoming in = rx_;
+        rx_ = Incoming{};
+        any = true;
+        received(in);
         continue;
       }
-      tried = 0;
-      any = true;
-      stalls_.heard(src);
-      MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-      const bool into_chunk = !stopping_ && size_t(count) <= rb_.chunk_bytes();
-      char* buf;
-      if (into_chunk) {
-        buf = rb_.reserve_chunk();
-      } else {
-        if (rbuf_.size() < size_t(count)) rbuf_.resize(size_t(count));
-        buf = rbuf_.data();
+      // Actors are polled in turn (not MPI_ANY_SOURCE): when the limiter admits one rollout at a
+      // time, any-source matching keeps serving the same actor and starves the others.
+      bool matched = false;
+      for (int tried = 0; tried < A && !matched && (stopping_ || rb_.can_insert_chunk()); ++tried) {
+        const int src = comms_.layout.actor_rank(next_actor_);
+        next_actor_ = (next_actor_ + 1) % A;
+        int flag = 0, count = 0;
+        MPI_Message m;
+        MPI_Status st;
+        MPIRL_MPI(MPI_Improbe(src, kTagRollout, comms_.world, &flag, &m, &st));
+        if (!flag) continue;
+        matched = true;
+        stalls_.heard(src);
+        MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+        Incoming in;
+        in.src = src;
+        in.count = count;
+        in.into_chunk = !stopping_ && size_t(count) <= rb_.chunk_bytes();
+        if (in.into_chunk) {
+          in.buf = rb_.reserve_chunk();
+        } else {
+          if (discard_.buf.size() < size_t(count)) discard_.buf.resize(size_t(count));
+          in.buf = discard_.buf.data();
+        }
+        MPIRL_MPI(MPI_Imrecv(in.buf, count, MPI_BYTE, &m, &in.req));
+        rx_ = in;
       }
-      MPIRL_MPI(MPI_Recv(buf, count, MPI_BYTE, src, kTagRollout, comms_.world, MPI_STATUS_IGNORE));
-      wire::Message msg;
-      try {
-        msg = wire::decode(buf, size_t(count), src, {wire::Kind::Rollout, wire::Kind::ActorDone});
-      } catch (...) {
-        if (into_chunk) rb_.release_chunk();
-        throw;
-      }
-      if (msg.env.kind == wire::Kind::ActorDone) {
-        if (into_chunk) rb_.release_chunk();
-        c_.actor_env_steps += read_actor_done(msg, src);
-        stalls_.done(src);
-        ++actors_done_;
-        send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
-        continue;
-      }
-      int64_t rows = layout_.check(msg, src);
-      if (rows != E) throw Error(fmt::format("rollout from rank {} holds {} envs, expected env.num_envs = {}", src, rows, E));
-      const auto stats = read_episode_stats(msg, layout_.fields().size(), src);  // after the sequences
-      if (!into_chunk) {
-        if (!stopping_)
-          throw Error(fmt::format("rollout from rank {} is {} bytes, more than the {} a rollout can take", src, count,
-                                  rb_.chunk_bytes()));
-        ++c_.discarded_rollouts;
-      } else {
-        episodes_.add(stats.returns, stats.lengths, stats.n);
-        rb_.commit_chunk(size_t(msg.payload - buf), rows);
-        ++c_.rollouts;
-        c_.env_steps += rows * layout_.T();
-        c_.episodes += int64_t(stats.n);
-      }
-      send_small(wire::Kind::RolloutAck, src, kTagActorCtl, false);
+      if (!matched) return any;
     }
-    return any;
+  }
+
+  struct Incoming {
+    int src = -1, count = 0;
+    bool into_chunk = false;
+    char* buf = nullptr;
+    MPI_Request req = MPI_REQUEST_NULL;
+  };
+
+  void received(const Incoming& in) {
+    const int64_t E = cfg_.env.num_envs;
+    const int src = in.src, count = in.count;
+    char* buf = in.buf;
+    const bool into_chunk = in.into_chunk;
+    wire::Message msg;
+    try {
+      msg = wire::decode(buf, size_t(count), src, {wire::Kind::Rollout, wire::Kind::ActorDone});
+    } catch (...) {
+      if (into_chunk) rb_.release_chunk();
+      throw;
+    }
+    if (msg.env.kind == wire::Kind::ActorDone) {
+      if (into_chunk) rb_.release_chunk();
+      c_.actor_env_steps += read_actor_done(msg, src);
+      stalls_.done(src);
+      ++actors_done_;
+      send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
+      return;
+    }
+    int64_t rows = layout_.check(msg, src);
+    if (rows != E) throw Error(fmt::format("rollout from rank {} holds {} envs, expected env.num_envs = {}", src, rows, E));
+    const auto stats = read_episode_stats(msg, layout_.fields().size(), src);  // after the sequences
+    if (!into_chunk) {
+      if (!stopping_)
+        throw Error(fmt::format("rollout from rank {} is {} bytes, more than the {} a rollout can take", src, count,
+                                rb_.chunk_bytes()));
+      ++c_.discarded_rollouts;
+    } else {  // matched before the stop (or after, into a chunk): stored and counted as such
+      episodes_.add(stats.returns, stats.lengths, stats.n);
+      rb_.commit_chunk(size_t(msg.payload - buf), rows);
+      ++c_.rollouts;
+      c_.env_steps += rows * layout_.T();
+      c_.episodes += int64_t(stats.n);
+    }
+    send_small(wire::Kind::RolloutAck, src, kTagActorCtl, false);
   }
 
   bool serve() {
@@ -278,6 +322,8 @@ class ReplayServer {
   StallWatch stalls_;
   SendPool sends_;
   std::vector<char> rbuf_;
+  MsgBuffer discard_;  // rollouts that arrive after the stop (received, counted, dropped)
+  Incoming rx_;        // the rollout being received (src < 0: none)
   std::deque<int> pending_;
   PendingEpisodes episodes_;
   std::vector<int> byes_;
@@ -292,6 +338,9 @@ class ReplayServer {
 }  // namespace
 
 int run_replay(const Config& cfg, const Comms& comms, const RunStart& start) {
+  // Short sleeps while a rollout arrives (ReplayServer::run): Linux's default 50 us timer slack
+  // would make each 10-20 us sleep last 60-70 us.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   return ReplayServer(cfg, comms, start).run();
 }
 

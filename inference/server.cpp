@@ -61,8 +61,8 @@ class Server {
   void run() {
     params_.post();
     start_ = last_report_ = now_seconds();
-    Backoff idle(100);
-    while (!(stopping_ && byes_ == served_.size())) {
+    Backoff idle(100), receiving(10);
+    while (!(stopping_ && byes_ == served_.size() && incoming_.empty())) {
       fault_point();
       bool progress = poll_params();
       progress |= receive();
@@ -74,7 +74,13 @@ class Server {
       }
       if (now_seconds() - last_report_ >= cfg_.run.log_interval_s) report(false);
       sends_.progress();
-      if (progress) idle.reset(); else idle.idle();
+      if (progress) {
+        idle.reset();
+      } else if (!incoming_.empty()) {
+        receiving.idle();  // a request is arriving: it moves only while this rank calls MPI
+      } else {
+        idle.idle();
+      }
     }
     report(true);
     sends_.wait_all();
@@ -106,7 +112,7 @@ class Server {
     return it == served_.end() ? -1 : int(it - served_.begin());
   }
 
-  std::vector<char>& free_buffer(int* index) {
+  MsgBuffer& free_buffer(int* index) {
     for (size_t i = 0; i < rbufs_.size(); ++i)
       if (!rbuf_busy_[i]) {
         rbuf_busy_[i] = 1;
@@ -119,55 +125,79 @@ class Server {
     return rbufs_.back();
   }
 
+  // Requests are matched as soon as they are announced (MPI_Improbe) and received without blocking
+  // (MPI_Imrecv): a large request whose sender is busy stepping envs (a transport without
+  // single-copy moves it in fragments, one batch per MPI call of the sender) never holds up the
+  // requests of the other actors.
   bool receive() {
     bool any = false;
     for (;;) {
       int flag = 0;
+      MPI_Message m;
       MPI_Status st;
-      MPIRL_MPI(MPI_Iprobe(MPI_ANY_SOURCE, kTagInferReq, comms_.world, &flag, &st));
-      if (!flag) return any;
+      MPIRL_MPI(MPI_Improbe(MPI_ANY_SOURCE, kTagInferReq, comms_.world, &flag, &m, &st));
+      if (!flag) break;
       any = true;
       int count = 0;
       MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-      const int src = st.MPI_SOURCE;
       int b = -1;
-      std::vector<char>& buf = free_buffer(&b);
-      if (buf.size() < size_t(count)) buf.resize(size_t(count));
-      MPIRL_MPI(MPI_Recv(buf.data(), count, MPI_BYTE, src, kTagInferReq, comms_.world, MPI_STATUS_IGNORE));
-      const int a = served_index(src);
-      if (a < 0)
-        throw Error(fmt::format("inference rank {}: a request from rank {} ({} @ {}), which this rank does not serve",
-                                comms_.rank, src, role_name(comms_.layout.role_of(src)), comms_.host(src)));
-      const auto msg = wire::decode(buf.data(), size_t(count), src, {wire::Kind::InferRequest, wire::Kind::InferBye});
-      if (msg.env.kind == wire::Kind::InferBye) {
-        rbuf_busy_[size_t(b)] = 0;
-        if (bye_[size_t(a)]) throw Error(fmt::format("inference rank {}: a second InferBye from actor rank {}", comms_.rank, src));
-        bye_[size_t(a)] = 1;
-        ++byes_;
-        continue;
-      }
-      const auto v = read_infer_request(msg, spec_, G_, max_group_, src);
-      const EnvGroup want = env_group(E_, G_, v.group);
-      if (v.first_env != want.first || v.n != want.n)
-        throw Error(fmt::format("InferRequest from rank {}: group {} holds envs [{}, {}), the request [{}, {})", src,
-                                v.group, want.first, want.first + want.n, v.first_env, v.first_env + v.n));
-      if (bye_[size_t(a)]) throw Error(fmt::format("inference rank {}: a request from actor rank {} after its InferBye", comms_.rank, src));
-      Request r;
-      r.actor = a;
-      r.group = v.group;
-      r.first = v.first_env;
-      r.n = v.n;
-      r.seq = msg.env.seq;
-      r.arrived = now_seconds();
-      r.obs = v.obs;
-      r.is_init = v.is_init;
-      r.buffer = b;
-      if (stopping_) {
-        answer_stop(r);
-        continue;
-      }
-      batcher_.add(r);
+      MsgBuffer& buf = free_buffer(&b);
+      if (buf.buf.size() < size_t(count)) buf.buf.resize(size_t(count));
+      MPIRL_MPI(MPI_Imrecv(buf.buf.data(), count, MPI_BYTE, &m, &buf.req));
+      incoming_.push_back({b, st.MPI_SOURCE, count});
     }
+    for (size_t i = 0; i < incoming_.size();) {
+      const Incoming in = incoming_[i];
+      int done = 0;
+      MPIRL_MPI(MPI_Test(&rbufs_[size_t(in.buffer)].req, &done, MPI_STATUS_IGNORE));
+      if (!done) {
+        ++i;
+        continue;
+      }
+      incoming_.erase(incoming_.begin() + std::ptrdiff_t(i));
+      handle(in);
+      any = true;
+    }
+    return any;
+  }
+
+  struct Incoming {
+    int buffer, src, count;
+  };
+
+  void handle(const Incoming& in) {
+    const int src = in.src, b = in.buffer;
+    const std::vector<char>& buf = rbufs_[size_t(b)].buf;
+    const int a = served_index(src);
+    if (a < 0)
+      throw Error(fmt::format("inference rank {}: a request from rank {} ({} @ {}), which this rank does not serve",
+                              comms_.rank, src, role_name(comms_.layout.role_of(src)), comms_.host(src)));
+    const auto msg = wire::decode(buf.data(), size_t(in.count), src, {wire::Kind::InferRequest, wire::Kind::InferBye});
+    if (msg.env.kind == wire::Kind::InferBye) {
+      rbuf_busy_[size_t(b)] = 0;
+      if (bye_[size_t(a)]) throw Error(fmt::format("inference rank {}: a second InferBye from actor rank {}", comms_.rank, src));
+      bye_[size_t(a)] = 1;
+      ++byes_;
+      return;
+    }
+    const auto v = read_infer_request(msg, spec_, G_, max_group_, src);
+    const EnvGroup want = env_group(E_, G_, v.group);
+    if (v.first_env != want.first || v.n != want.n)
+      throw Error(fmt::format("InferRequest from rank {}: group {} holds envs [{}, {}), the request [{}, {})", src,
+                              v.group, want.first, want.first + want.n, v.first_env, v.first_env + v.n));
+    if (bye_[size_t(a)]) throw Error(fmt::format("inference rank {}: a request from actor rank {} after its InferBye", comms_.rank, src));
+    Request r;
+    r.actor = a;
+    r.group = v.group;
+    r.first = v.first_env;
+    r.n = v.n;
+    r.seq = msg.env.seq;
+    r.arrived = now_seconds();
+    r.obs = v.obs;
+    r.is_init = v.is_init;
+    r.buffer = b;
+    if (stopping_) return answer_stop(r);
+    batcher_.add(r);
   }
 
   void answer_stop(const Request& r) {
@@ -244,7 +274,9 @@ class Server {
   Batcher batcher_;
   ParamChannel params_;
   std::vector<float> flat_;
-  std::deque<std::vector<char>> rbufs_;  // receive buffers; a queued request keeps its own
+  std::deque<MsgBuffer> rbufs_;  // receive buffers; a queued request keeps its own (left to MPI if
+                                 // the rank unwinds with a receive posted into one)
+  std::vector<Incoming> incoming_;  // matched requests still arriving
   std::vector<char> rbuf_busy_;
   SendPool sends_;
   std::vector<char> bye_;
