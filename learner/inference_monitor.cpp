@@ -16,7 +16,7 @@ InferenceMonitor::InferenceMonitor(const Comms& comms) : comms_(comms) {
   if (comms.rank == 0) ranks_ = comms.layout.inference_ranks();
 }
 
-void InferenceMonitor::poll() {
+void InferenceMonitor::poll(int64_t learner_version) {
   if (ranks_.empty()) return;
   size_t n = 0;
   int src;
@@ -30,6 +30,13 @@ void InferenceMonitor::poll() {
       last_[src] = nlohmann::json::parse(msg.array<char>(0), msg.array<char>(0) + msg.env.arrays[0].elements());
     } catch (const nlohmann::json::exception& e) {
       throw Error(fmt::format("learner 0: InferStats from rank {} is not JSON: {}", src, e.what()));
+    }
+    const int64_t v = last_[src].value("version", int64_t(-1));
+    if (v >= 0 && learner_version >= 0 && !last_[src].value("final", false)) {  // not after the stop
+      const int64_t lag = std::max<int64_t>(0, learner_version - v);
+      ++lag_n_;
+      lag_sum_ += lag;
+      lag_max_ = std::max(lag_max_, lag);
     }
   }
 }
@@ -70,6 +77,10 @@ nlohmann::json InferenceMonitor::row() const {
   int64_t versions = -1;
   for (const auto& [r, j] : last_) versions = std::max<int64_t>(versions, j.value("version", int64_t(-1)));
   out["version"] = versions;
+  if (lag_n_ > 0) {
+    out["acting_lag_mean"] = double(lag_sum_) / double(lag_n_);
+    out["acting_lag_max"] = lag_max_;
+  }
   return out;
 }
 
@@ -85,7 +96,13 @@ nlohmann::json InferenceMonitor::summary() const {
   }
   int finals = 0;
   for (const auto& [r, j] : last_) finals += j.value("final", false);
-  return {{"ranks", per}, {"total", combine(totals)}, {"inference_ranks", ranks_.size()}, {"final_reports", finals}};
+  nlohmann::json out = {{"ranks", per}, {"total", combine(totals)}, {"inference_ranks", ranks_.size()},
+                        {"final_reports", finals}, {"acting_lag_samples", lag_n_}};
+  if (lag_n_ > 0) {
+    out["acting_lag_mean"] = double(lag_sum_) / double(lag_n_);
+    out["acting_lag_max"] = lag_max_;
+  }
+  return out;
 }
 
 void InferenceMonitor::wait_finals(const std::function<void()>& while_waiting, double timeout_s) {
@@ -100,7 +117,7 @@ void InferenceMonitor::wait_finals(const std::function<void()>& while_waiting, d
   const double t0 = now_seconds();
   Backoff b;
   for (;;) {
-    poll();
+    poll(-1);
     const auto m = missing();
     if (m.empty()) return;
     if (timeout_s > 0 && now_seconds() - t0 > timeout_s)

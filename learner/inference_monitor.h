@@ -17,8 +17,11 @@ class InferenceMonitor {
  public:
   explicit InferenceMonitor(const Comms& comms);
   bool enabled() const { return !ranks_.empty(); }
-  // Receives the reports that have arrived (learner 0; cheap when none has).
-  void poll();
+  // Receives the reports that have arrived (learner 0; cheap when none has: one MPI_Iprobe).
+  // `learner_version`: the updates so far; each report's parameter version is one sample of the
+  // acting lag (how many updates the policy that acts is behind the learner's), so learner 0
+  // polls after every update and the sample is at most one update late.
+  void poll(int64_t learner_version);
   // The latest windows of every rank combined: rows per batch, latency, forward time, requests
   // waiting when a batch started; totals of batches and rows. Null before any report.
   nlohmann::json row() const;
@@ -35,6 +38,7 @@ class InferenceMonitor {
   const Comms& comms_;
   std::vector<int> ranks_;
   std::map<int, nlohmann::json> last_;  // per inference rank: its latest report
+  int64_t lag_n_ = 0, lag_sum_ = 0, lag_max_ = 0;  // acting-lag samples (all reports so far)
   std::vector<char> buf_;
 };
 

@@ -139,6 +139,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   double last_batch = now_seconds();
   auto while_waiting = [&] {
     if (publisher) publisher->poll(version);
+    run.poll_inference(version);
     run.maybe_log();
     // Twice the timeout: a silent actor is reported first by the replay, which knows which one.
     const double silent = now_seconds() - last_batch;
@@ -187,6 +188,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     if (publisher && version % cfg.learner.publish_interval == 0) publisher->due();
     if (publisher) publisher->poll(version);
     source.progress();
+    run.poll_inference(version);
     run.maybe_log();
     for (const auto& row : evaluator.poll(policy, spec, version, run.status().env_steps, run.elapsed()))
       run.on_eval(row);

@@ -225,7 +225,8 @@ void RunController::log(bool final) {
       fmt::format("replay {}/{}", status_.fill, status_.capacity)};
   if (j.contains("inference")) {  // central inference: rows per forward pass, request latency
     const auto& in = j["inference"];
-    fields.push_back(fmt::format("infer {:.1f} rows {:.1f} ms", in.value("rows_mean", 0.0), in.value("latency_ms_mean", 0.0)));
+    fields.push_back(fmt::format("infer {:.1f} rows {:.1f} ms lag {:.1f}", in.value("rows_mean", 0.0),
+                                 in.value("latency_ms_mean", 0.0), in.value("acting_lag_mean", 0.0)));
   }
   if (live_status() && !final) {
     const size_t width = size_t(std::max(20, terminal_columns() - 1));
@@ -244,7 +245,6 @@ void RunController::log(bool final) {
 
 void RunController::maybe_log() {
   if (!lead_ || now_seconds() - last_log_ < cfg_.run.log_interval_s) return;
-  if (inference_) inference_->poll();
   log(false);
 }
 

@@ -80,6 +80,10 @@ class RunController {
   void note_stop_decision(const std::string& reason, int64_t version);
   int64_t metrics_bytes() const { return metrics_ ? metrics_->bytes() : 0; }
   void maybe_log();  // learner 0: a metrics row and the status line every run.log_interval_s
+  // Learner 0 with inference ranks: their statistics that have arrived (after every update).
+  void poll_inference(int64_t version) {
+    if (inference_) inference_->poll(version);
+  }
   // Learner 0 (a no-op elsewhere): one row appended to metrics.jsonl and, with run.tensorboard,
   // its numbers as TensorBoard scalars tagged tb_prefix + key (nested objects as "key/sub") at
   // step = the row's "env_steps" (the replay's count when the row has none). Any metrics row goes

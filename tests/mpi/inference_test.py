@@ -53,8 +53,8 @@ def check_served_rows(s, d, groups):
 
 
 def case_central_job(args):
-    p, dt, d = run(args, 5, [CENTRAL, "run.total_env_steps=200000"], 300)
-    s = finished_run(p, d, 200000)
+    p, dt, d = run(args, 5, [CENTRAL, "run.total_env_steps=400000", "run.log_interval_s=0.2"], 300)
+    s = finished_run(p, d, 400000)
     check(s["learners"] == 1 and s["actors"] == 2, "5 ranks: learner, replay, inference rank, 2 actors")
     roles = {r["rank"]: r["role"] for r in s["ranks"]}
     check(roles == {0: "learner", 1: "replay", 2: "inference", 3: "actor", 4: "actor"}, f"rank table {roles}")
@@ -65,6 +65,9 @@ def case_central_job(args):
           f"{len(with_inf)} of {len(rows)} metrics rows carry the inference statistics")
     check("infer " in p.stdout, "the status line shows rows per batch and the latency")
     check(s["policy_lag_mean"] >= 0 and "policy_lag_max" in s, f"policy lag reported ({s['policy_lag_mean']:.1f})")
+    inf = s["inference"]
+    check(inf["acting_lag_samples"] >= 1 and 0 <= inf["acting_lag_mean"] <= inf["acting_lag_max"] <= s["learner_updates"],
+          f"acting lag sampled {inf['acting_lag_samples']} times: mean {inf['acting_lag_mean']:.2f}, max {inf['acting_lag_max']}")
     check("inference rank 2" in p.stdout + p.stderr, "the inference rank says what it serves")
 
 
