@@ -14,7 +14,8 @@
 #   16 envs, the IMPALA CNN), emulated (Synthetic env, 16 envs, each step sleeps 1 ms, i.e. a
 #   remote simulator, and an MLP of 2 x 512 on 7056 floats, about the CPU cost of an Atari policy;
 #   central inference on an emulated accelerator: a sleep of inference.emulate_batch_us +
-#   rows x emulate_row_us instead of the forward pass, EMULATE="BATCH_US ROW_US", default "300 2")
+#   rows x emulate_row_us instead of the forward pass, EMULATE="BATCH_US ROW_US", default "1000 5":
+#   about the Nature CNN on an H100 measured by bench/gpu_check.sh, 0.97 ms for 92 rows)
 # The machine is named in the output. MPIRL_BUILD_DIR picks the build (default build/).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +27,7 @@ for v in actors secs; do
 done
 bin="${MPIRL_BUILD_DIR:-$root/build}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-read -r emu_batch emu_row <<<"${EMULATE:-300 2}"
+read -r emu_batch emu_row <<<"${EMULATE:-1000 5}"
 case $workload in
   atari) sets=(--set 'env.id="ale:breakout"' --set env.num_envs=8) ;;
   minatar) sets=(--set 'env.id="minatar:breakout"' --set env.num_envs=16) ;;

@@ -9,6 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 printf '#include "comm/wire.h"\n#include "core/error.h"\n' > "$tmp/ok.cpp"
 "$cxx" -std=c++20 -fsyntax-only -I"$layers/learner" "$tmp/ok.cpp" || { echo "FAIL: an allowed include did not compile"; exit 1; }
 for pair in "learner actor/actor.h" "actor buffer/replay.h" "buffer learner/learner.h" "comm models/policy.h" \
+            "actor inference/engine.h" "inference actor/actor.h" "learner inference/server.h" \
             "core comm/wire.h" "envs comm/wire.h" "kernels envs/env.h" "models comm/wire.h" \
             "tracking comm/wire.h" "core tracking/tensorboard.h"; do
   set -- $pair
