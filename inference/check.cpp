@@ -16,7 +16,7 @@ namespace mpirl::inference {
 
 CheckOutcome check_central_inference(const Config& cfg, const envs::EnvSpec& spec, torch::Device device, bool perturb) {
   const int A = 2, E = 6, G = 2, steps = 5;
-  const int64_t L = spec.dist_size(), OB = spec.obs_bytes();
+  const int64_t L = spec.dist_size();
   const models::ModelOptions opts = models::model_options(cfg);
   torch::manual_seed(cfg.run.seed + 17);
   models::Policy local(spec, opts);
@@ -46,6 +46,12 @@ CheckOutcome check_central_inference(const Config& cfg, const envs::EnvSpec& spe
   out.tolerance = device.is_cuda() ? 5e-3 : 1e-5;
   out.what = fmt::format("{} policy rows, greedy actions and core states on {} against local acting on the CPU",
                          spec.id, device.str());
+  // One batch; its rows go to each request's place among the A x E rows.
+  auto run_one = [&](std::vector<float>& rows) {
+    for (const auto& s : batcher.run_batch(0.0))
+      std::memcpy(rows.data() + (int64_t(s.req.actor) * E + s.req.first) * L, engine.dist() + s.row * L,
+                  size_t(s.req.n * L) * sizeof(float));
+  };
   c10::InferenceMode guard;
   for (int t = 0; t < steps; ++t) {
     std::vector<float> ldist(size_t(A * E * L)), cdist(size_t(A * E * L));
@@ -70,15 +76,9 @@ CheckOutcome check_central_inference(const Config& cfg, const envs::EnvSpec& spe
         r.obs = static_cast<const char*>(o.data_ptr());
         r.is_init = i.data_ptr<uint8_t>();
         batcher.add(r);
-        while (batcher.due(0.0))
-          for (const auto& s : batcher.run_batch(0.0))
-            std::memcpy(cdist.data() + (int64_t(s.req.actor) * E + s.req.first) * L, engine.dist() + s.row * L,
-                        size_t(s.req.n * L) * sizeof(float));
+        while (batcher.due(0.0)) run_one(cdist);
       }
-    while (batcher.waiting() > 0)
-      for (const auto& s : batcher.run_batch(0.0))
-        std::memcpy(cdist.data() + (int64_t(s.req.actor) * E + s.req.first) * L, engine.dist() + s.row * L,
-                    size_t(s.req.n * L) * sizeof(float));
+    while (batcher.waiting() > 0) run_one(cdist);
     if (perturb) for (auto& v : cdist) v += 1.0f;
     for (size_t k = 0; k < cdist.size(); ++k)
       out.max_error = std::max(out.max_error, double(std::fabs(cdist[k] - ldist[k])) / (1.0 + std::fabs(ldist[k])));
@@ -100,7 +100,6 @@ CheckOutcome check_central_inference(const Config& cfg, const envs::EnvSpec& spe
                                                         (1.0 + std::fabs(st[e][j].item<float>())));
       }
   }
-  (void)OB;
   out.ok = out.max_error <= out.tolerance && out.actions_differing == 0;
   return out;
 }

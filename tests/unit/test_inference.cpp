@@ -59,7 +59,7 @@ void expect_central_equals_local(const envs::EnvSpec& spec, const models::ModelO
                                  int64_t max_batch_rows, const std::string& what, double tol = 1e-6) {
   SCOPED_TRACE(what + (step_path ? " (Policy::step path)" : " (Policy::act path)"));
   torch::manual_seed(5);
-  const int64_t A = 3, E = 5, G = 2, steps = 7, L = spec.dist_size(), OB = spec.obs_bytes();
+  const int64_t A = 3, E = 5, G = 2, steps = 7, L = spec.dist_size();
   models::Policy local(spec, opts);
   local->eval();
   std::vector<float> flat(size_t(models::num_params(local)));
@@ -133,7 +133,9 @@ void expect_central_equals_local(const envs::EnvSpec& spec, const models::ModelO
     // The same rows, log-probs and (greedy) actions; the same core states after the step.
     for (int64_t k = 0; k < A * E * L; ++k) ASSERT_NEAR(cdist[size_t(k)], ldist[size_t(k)], 10 * tol) << "t " << t;
     for (int64_t k = 0; k < A * E; ++k) ASSERT_NEAR(clogp[size_t(k)], llogp[size_t(k)], tol) << "t " << t << " row " << k;
-    if (spec.discrete) EXPECT_EQ(cact, lact) << "t " << t;
+    if (spec.discrete) {
+      EXPECT_EQ(cact, lact) << "t " << t;
+    }
     if (engine.state_size() > 0)
       for (int64_t a = 0; a < A; ++a) {
         auto st = acting[size_t(a)].state();
@@ -141,9 +143,10 @@ void expect_central_equals_local(const envs::EnvSpec& spec, const models::ModelO
           for (int64_t j = 0; j < engine.state_size(); ++j)
             ASSERT_NEAR(batcher.state_of(int(a), int(e))[j], st[e][j].item<float>(), 10 * tol) << "state t " << t;
       }
-    (void)OB;
   }
-  if (max_batch_rows > 0) EXPECT_GT(batches, steps);  // several batches per step: the compositions varied
+  if (max_batch_rows > 0) {
+    EXPECT_GT(batches, steps);  // several batches per step: the compositions varied
+  }
   EXPECT_GT(rows_in_largest, E / G + 1);  // and some held the rows of several requests
 }
 
