@@ -102,8 +102,14 @@ std::string finished_reason(const Config& cfg, const nlohmann::json& state, cons
 // Returns false when there is none (`required`: that is an error, else a fresh start).
 bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, const std::vector<std::string>& overrides,
                     const std::string& run_dir, bool required, int world, const std::vector<std::string>& hosts) {
+  // A live run must not be resumed under itself: the resume would rewind its metrics.jsonl, prune
+  // its checkpoint in progress and write its model.pt.
+  if (const std::string live = live_run_here(run_dir); !live.empty())
+    throw ConfigError(fmt::format("cannot resume '{}': {}; stop that run first (or wait for it to end)", run_dir, live));
   const auto latest = ckpt::latest(run_dir);
-  for (const auto& s : latest.skipped) fmt::print(stderr, "mpirl: not loading checkpoint {}\n", s);
+  for (const auto& s : latest.skipped)
+    fmt::print(stderr, "mpirl: not loading checkpoint {}{}\n", s,
+               latest.dir.empty() ? "" : fmt::format(" (resuming from {} instead)", latest.dir));
   if (latest.dir.empty()) {
     // Checkpoints that all fail to verify are an error, never a silent fresh start.
     if (required || !latest.skipped.empty())

@@ -8,6 +8,7 @@
 
 #include "buffer/hdf5_dump.h"
 #include "buffer/replay.h"
+#include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
 
@@ -16,7 +17,7 @@ namespace {
 std::atomic<bool> g_dump_requested{false};
 extern "C" void on_sigusr2(int) { g_dump_requested = true; }
 
-std::string cut(const std::string& s) { return s.size() <= kMaxStatusString ? s : s.substr(0, kMaxStatusString - 3) + "..."; }
+std::string cut(const std::string& s) { return s.size() <= kMaxStatusString ? s : utf8_prefix(s, kMaxStatusString - 3) + "..."; }
 }  // namespace
 
 DumpScheduler::DumpScheduler(const Config& cfg, const std::string& run_dir)

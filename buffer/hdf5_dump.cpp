@@ -16,6 +16,7 @@
 
 #include <fmt/ranges.h>
 
+#include "core/test_hooks.h"
 #include "core/error.h"
 #include "core/run_dir.h"
 
@@ -45,7 +46,7 @@ void remove_stale_temporaries(const std::string& path, const std::string& keep) 
 
 void test_delay() {
   static const int ms = [] {
-    const char* e = std::getenv("MPIRL_TEST_DUMP_DELAY_MS");
+    const char* e = test_hook("MPIRL_TEST_DUMP_DELAY_MS");
     return e ? std::atoi(e) : 0;
   }();
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));

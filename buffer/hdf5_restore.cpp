@@ -100,6 +100,11 @@ void check_dump_compatible(const DumpHeader& h, const std::string& path, const S
 std::vector<DumpArray> read_dump_items(const std::string& path, uint32_t* checksum_out) {
   Handle f = open_dump(path);
   header_of(f, path);  // schema, completeness
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  // Dumps are written uncompressed: no dataset holds more bytes than the file (a dataset whose
+  // dimensions were raised in a damaged or hostile file would otherwise be allocated whole).
+  const double file_bytes = double(st.st_size);
   std::vector<DumpArray> out;
   uint32_t crc = uint32_t(::crc32(0L, Z_NULL, 0));
   for (const auto& name : split_names(read_str(f, "fields", path))) {
@@ -116,10 +121,16 @@ std::vector<DumpArray> read_dump_items(const std::string& path, uint32_t* checks
     std::vector<hsize_t> dims(static_cast<size_t>(rank));
     MPIRL_H5(H5Sget_simple_extent_dims(sp, dims.data(), nullptr), "dimensions of /" + full);
     size_t count = 1;
+    double declared = double(wire::dtype_size(a.dtype));
     for (auto d : dims) {
       a.shape.push_back(int64_t(d));
       count *= size_t(d);
+      declared *= double(d);
     }
+    if (declared > file_bytes)
+      throw Error(fmt::format("replay dump '{}': dataset /{} declares {:.0f} bytes, more than the {:.0f}-byte file holds "
+                              "(a damaged file)",
+                              path, full, declared, file_bytes));
     a.data.resize(count * wire::dtype_size(a.dtype));
     if (count > 0) MPIRL_H5(H5Dread(ds, mem_type(a.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()), "read /" + full);
     crc = crc32_update(crc, a.data.data(), a.data.size());

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/run_dir.h"
@@ -52,7 +53,7 @@ DumpInfo write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& s
                            const Config& cfg, CheckpointStatus& k) {
   ++k.requests;
   k.last_ok = false;
-  k.dir = dir.size() <= kMaxStatusString ? dir : dir.substr(dir.size() - kMaxStatusString);
+  k.dir = utf8_suffix(dir, kMaxStatusString);
   const double t0 = now_seconds();
   try {
     auto info = write_replay_checkpoint(rb, st, dir, cfg.env.id, cfg.resolved_toml);
@@ -66,7 +67,7 @@ DumpInfo write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& s
     return info;
   } catch (const std::exception& e) {
     ++k.failures;
-    k.last_error = std::string(e.what()).substr(0, kMaxStatusString);
+    k.last_error = utf8_prefix(e.what(), kMaxStatusString);
     spdlog::error("replay: checkpoint part failed: {}", e.what());
   }
   return {};

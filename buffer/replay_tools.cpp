@@ -15,9 +15,20 @@
 namespace mpirl::buffer {
 namespace {
 
-const DumpArray& find(const std::vector<DumpArray>& a, const char* name) {
-  for (auto& x : a)
-    if (x.name == name) return x;
+// The dataset `name`, checked against the header: `items` rows of `per_item` elements of `dtype`
+// (the attributes are outside the CRC: a raised items or rollout_len must not read past the data).
+const DumpArray& find(const std::vector<DumpArray>& a, const char* name, wire::DType dtype, int64_t items,
+                      const std::vector<int64_t>& per_item) {
+  for (auto& x : a) {
+    if (x.name != name) continue;
+    std::vector<int64_t> want{items};
+    want.insert(want.end(), per_item.begin(), per_item.end());
+    if (x.dtype != dtype || x.shape != want)
+      throw Error(fmt::format("dataset /items/{} is {} [{}], but the header says {} [{}] (items, rollout_len)", name,
+                              wire::dtype_name(x.dtype), fmt::join(x.shape, ", "), wire::dtype_name(dtype),
+                              fmt::join(want, ", ")));
+    return x;
+  }
   throw Error(fmt::format("dataset /items/{} missing", name));
 }
 
@@ -47,10 +58,12 @@ int replay_inspect_main(const std::string& path) {
     for (auto& [k, v] : h.counters) fmt::print(" {}={}", k, v);
     fmt::print("\n");
     if (n == 0) return 0;
-    const auto* init = as<uint8_t>(find(arrays, "is_init"));
-    const auto* rew = as<float>(find(arrays, "reward"));
-    const auto* term = as<uint8_t>(find(arrays, "terminated"));
-    const auto* trunc = as<uint8_t>(find(arrays, "truncated"));
+    if (T < 1) throw Error(fmt::format("the header says rollout_len {}", T));
+    using wire::DType;
+    const auto* init = as<uint8_t>(find(arrays, "is_init", DType::U8, n, {T + 1}));
+    const auto* rew = as<float>(find(arrays, "reward", DType::F32, n, {T}));
+    const auto* term = as<uint8_t>(find(arrays, "terminated", DType::U8, n, {T}));
+    const auto* trunc = as<uint8_t>(find(arrays, "truncated", DType::U8, n, {T}));
     int64_t n_term = 0, n_trunc = 0;
     std::vector<double> whole;
     double reward_sum = 0;
@@ -79,10 +92,10 @@ int replay_inspect_main(const std::string& path) {
       fmt::print("episodes wholly inside one item: {}, return mean {:.3f} min {:.3f} max {:.3f}\n", whole.size(), m,
                  *std::min_element(whole.begin(), whole.end()), *std::max_element(whole.begin(), whole.end()));
     }
-    const auto* pr = as<double>(find(arrays, "priority"));
-    const auto* ts = as<int64_t>(find(arrays, "times_sampled"));
-    const auto* ver = as<int64_t>(find(arrays, "version"));
-    const auto* act = as<int32_t>(find(arrays, "actor"));
+    const auto* pr = as<double>(find(arrays, "priority", DType::F64, n, {}));
+    const auto* ts = as<int64_t>(find(arrays, "times_sampled", DType::I64, n, {}));
+    const auto* ver = as<int64_t>(find(arrays, "version", DType::I64, n, {}));
+    const auto* act = as<int32_t>(find(arrays, "actor", DType::I32, n, {}));
     double pmin = pr[0], pmax = pr[0], psum = 0, tsum = 0;
     int64_t never = 0, tmax = 0, vmin = ver[0], vmax = ver[0];
     std::set<int32_t> actors;

@@ -141,21 +141,4 @@ struct ReplayStatus {
   int64_t removed() const { return evicted + consumed; }
 };
 
-template <class Ar>
-void serialize(Ar& ar, DumpStatus& d, const unsigned) {
-  ar & d.dumps & d.failures & d.items & d.checksum & d.seconds & d.path & d.last_error;
-}
-
-template <class Ar>
-void serialize(Ar& ar, CheckpointStatus& c, const unsigned) {
-  ar & c.requests & c.completed & c.failures & c.items & c.checksum & c.seconds & c.last_ok & c.dir & c.last_error;
-}
-
-template <class Ar>
-void serialize(Ar& ar, ReplayStatus& s, const unsigned) {
-  ar & s.env_steps & s.actor_env_steps & s.rollouts & s.discarded_rollouts & s.episodes & s.inserted & s.restored &
-      s.evicted & s.consumed & s.fill & s.capacity & s.restored_seq_end & s.sampled & s.batches & s.priority_updates &
-      s.stale_priority_updates & s.max_priority & s.sampled_by_learner & s.dump & s.checkpoint;
-}
-
 }  // namespace mpirl

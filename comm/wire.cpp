@@ -5,29 +5,127 @@
 
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
-#include <boost/serialization/string.hpp>
-#include <boost/serialization/vector.hpp>
 
 #include "core/error.h"
 
-namespace boost::serialization {
+namespace mpirl::wire {
+namespace {
+
+// The envelope's codec: Boost binary archives, every field written by hand and every length read
+// and bounded before anything is allocated (Boost's own vector and string loading resizes to
+// whatever count the bytes say: a 30-byte envelope claiming 2^31 dimensions would zero-fill
+// 16 GiB before any check). Booleans travel as bytes and must be 0 or 1.
+constexpr uint32_t kMaxArrays = 1024, kMaxDims = 16, kMaxName = 256, kMaxLearnersInStatus = 1 << 16;
+constexpr uint32_t kMaxString = 1 << 16;
+
+[[noreturn]] void too_long(const char* what, uint64_t n, uint64_t max) {
+  throw Error(fmt::format("{} of {} exceeds the limit of {}", what, n, max));
+}
+
 template <class Ar>
-void serialize(Ar& ar, mpirl::wire::ArrayDesc& a, const unsigned) {
-  uint8_t dt = uint8_t(a.dtype);
-  ar & a.name & dt & a.shape;
-  a.dtype = mpirl::wire::DType(dt);
+void put_string(Ar& ar, const std::string& s) {
+  const uint32_t n = uint32_t(s.size());
+  ar << n;
+  if (n) ar.save_binary(s.data(), n);
 }
 template <class Ar>
-void serialize(Ar& ar, mpirl::wire::Envelope& e, const unsigned) {
-  uint16_t kind = uint16_t(e.kind);
-  ar & e.magic & e.schema;
-  // Nothing after magic and schema is trusted until both are checked.
-  if (Ar::is_loading::value && (e.magic != mpirl::wire::kMagic || e.schema != mpirl::wire::kSchemaVersion)) return;
-  ar & kind & e.sender & e.seq & e.policy_version & e.arrays & e.has_status;
-  if (e.has_status) ar & e.status;
-  e.kind = mpirl::wire::Kind(kind);
+std::string get_string(Ar& ar, uint32_t max, const char* what) {
+  uint32_t n = 0;
+  ar >> n;
+  if (n > max) too_long(what, n, max);
+  std::string s(n, '\0');
+  if (n) ar.load_binary(s.data(), n);
+  return s;
 }
-}  // namespace boost::serialization
+template <class Ar>
+bool get_bool(Ar& ar, const char* what) {
+  uint8_t b = 0;
+  ar >> b;
+  if (b > 1) throw Error(fmt::format("{} is the byte {}, not 0 or 1", what, int(b)));
+  return b == 1;
+}
+
+template <class Ar>
+void put_status(Ar& ar, const ReplayStatus& s) {
+  ar << s.env_steps << s.actor_env_steps << s.rollouts << s.discarded_rollouts << s.episodes << s.inserted
+     << s.restored << s.evicted << s.consumed << s.fill << s.capacity << s.restored_seq_end << s.sampled << s.batches
+     << s.priority_updates << s.stale_priority_updates << s.max_priority;
+  const uint32_t n = uint32_t(s.sampled_by_learner.size());
+  ar << n;
+  for (int64_t v : s.sampled_by_learner) ar << v;
+  const auto& d = s.dump;
+  ar << d.dumps << d.failures << d.items << d.checksum << d.seconds;
+  put_string(ar, d.path);
+  put_string(ar, d.last_error);
+  const auto& c = s.checkpoint;
+  ar << c.requests << c.completed << c.failures << c.items << c.checksum << c.seconds << uint8_t(c.last_ok);
+  put_string(ar, c.dir);
+  put_string(ar, c.last_error);
+}
+template <class Ar>
+void get_status(Ar& ar, ReplayStatus& s) {
+  ar >> s.env_steps >> s.actor_env_steps >> s.rollouts >> s.discarded_rollouts >> s.episodes >> s.inserted >>
+      s.restored >> s.evicted >> s.consumed >> s.fill >> s.capacity >> s.restored_seq_end >> s.sampled >> s.batches >>
+      s.priority_updates >> s.stale_priority_updates >> s.max_priority;
+  uint32_t n = 0;
+  ar >> n;
+  if (n > kMaxLearnersInStatus) too_long("the status's learner count", n, kMaxLearnersInStatus);
+  s.sampled_by_learner.resize(n);
+  for (auto& v : s.sampled_by_learner) ar >> v;
+  auto& d = s.dump;
+  ar >> d.dumps >> d.failures >> d.items >> d.checksum >> d.seconds;
+  d.path = get_string(ar, kMaxString, "the dump path");
+  d.last_error = get_string(ar, kMaxString, "the dump error");
+  auto& c = s.checkpoint;
+  ar >> c.requests >> c.completed >> c.failures >> c.items >> c.checksum >> c.seconds;
+  c.last_ok = get_bool(ar, "the checkpoint's last_ok");
+  c.dir = get_string(ar, kMaxString, "the checkpoint directory");
+  c.last_error = get_string(ar, kMaxString, "the checkpoint error");
+}
+
+template <class Ar>
+void put_envelope(Ar& ar, const Envelope& e) {
+  ar << e.magic << e.schema << uint16_t(e.kind) << e.sender << e.seq << e.policy_version;
+  const uint32_t n = uint32_t(e.arrays.size());
+  ar << n;
+  for (const auto& a : e.arrays) {
+    put_string(ar, a.name);
+    const uint8_t dt = uint8_t(a.dtype);
+    const uint32_t dims = uint32_t(a.shape.size());
+    ar << dt << dims;
+    for (int64_t d : a.shape) ar << d;
+  }
+  ar << uint8_t(e.has_status);
+  if (e.has_status) put_status(ar, e.status);
+}
+template <class Ar>
+void get_envelope(Ar& ar, Envelope& e) {
+  uint16_t kind = 0;
+  ar >> e.magic >> e.schema;
+  // Nothing after magic and schema is trusted until both are checked (decode() names them).
+  if (e.magic != kMagic || e.schema != kSchemaVersion) return;
+  ar >> kind >> e.sender >> e.seq >> e.policy_version;
+  e.kind = Kind(kind);
+  uint32_t n = 0;
+  ar >> n;
+  if (n > kMaxArrays) too_long("the array count", n, kMaxArrays);
+  e.arrays.resize(n);
+  for (auto& a : e.arrays) {
+    a.name = get_string(ar, kMaxName, "an array name");
+    uint8_t dt = 0;
+    uint32_t dims = 0;
+    ar >> dt >> dims;
+    a.dtype = DType(dt);
+    if (dims > kMaxDims) too_long(fmt::format("array '{}''s dimension count", a.name).c_str(), dims, kMaxDims);
+    a.shape.resize(dims);
+    for (auto& d : a.shape) ar >> d;
+  }
+  e.has_status = get_bool(ar, "has_status");
+  if (e.has_status) get_status(ar, e.status);
+}
+
+}  // namespace
+}  // namespace mpirl::wire
 
 namespace mpirl::wire {
 namespace {
@@ -106,7 +204,7 @@ std::string serialize(const Envelope& env) {
   std::ostringstream os(std::ios::binary);
   {
     boost::archive::binary_oarchive ar(os, boost::archive::no_header | boost::archive::no_codecvt);
-    ar << env;
+    put_envelope(ar, env);
   }
   return os.str();
 }
@@ -149,13 +247,15 @@ Message decode(const char* data, size_t size, int source, const std::vector<Kind
   std::memcpy(hdr, data, sizeof(hdr));
   if (kHeaderBytes + size_t(hdr[0]) > hdr[1] || hdr[1] > size)
     bad(fmt::format("envelope of {} bytes / payload offset {} outside the frame", hdr[0], hdr[1]));
+  if (hdr[1] % kAlign != 0)  // every writer aligns it; the arrays are read in place
+    bad(fmt::format("payload offset {} is not a multiple of {}", hdr[1], kAlign));
   Message m;
   try {
     // Read the envelope in place (no string copy) and skip the archive's locale set-up: together
     // they were most of the cost of decoding a rollout.
     MemoryBuf mb(data + kHeaderBytes, hdr[0]);
     boost::archive::binary_iarchive ar(mb, boost::archive::no_header | boost::archive::no_codecvt);
-    ar >> m.env;
+    get_envelope(ar, m.env);
   } catch (const std::exception& e) {
     bad(fmt::format("envelope does not deserialize ({})", e.what()));
   }

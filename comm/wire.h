@@ -2,7 +2,8 @@
 // The wire format. Every MPI message is one frame:
 //   [u32 envelope_bytes][u32 payload_offset][envelope ...][padding][payload]
 // The envelope is a Boost.Serialization binary archive (magic, schema version, kind, sender,
-// sequence number, policy version, array descriptors, the replay status where present). The payload is the arrays'
+// sequence number, policy version, array descriptors, the replay status where present), written
+// field by field: every count and string length is bounded before anything is allocated. The payload is the arrays'
 // raw bytes in descriptor order, each starting at a 64-byte aligned offset. Decoding checks the
 // magic, version, kind, sender and that the byte count matches the declared shapes exactly; any
 // mismatch throws mpirl::Error naming the sender.
@@ -16,7 +17,8 @@
 namespace mpirl::wire {
 
 inline constexpr uint32_t kMagic = 0x4C52504Du;  // "MPRL"
-inline constexpr uint16_t kSchemaVersion = 4;  // 2: typed replay status, boot_* fields; 3: checkpoints; 4: inference
+inline constexpr uint16_t kSchemaVersion = 5;  // 2: typed replay status, boot_* fields; 3: checkpoints; 4: inference;
+                                               // 5: every length bounded before it is allocated
 inline constexpr size_t kAlign = 64;
 inline constexpr size_t kHeaderBytes = 8;
 // Room reserved at the front of a preallocated frame for the header and envelope, so a payload

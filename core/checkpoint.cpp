@@ -101,16 +101,16 @@ std::string seal(const std::string& tmp_dir, int64_t version, const nlohmann::js
   c["format"] = kFormat;
   c["version"] = version;
   nlohmann::json files = nlohmann::json::object();
-  for (const auto& name : required_files()) {
+  for (const auto& name : required_files())
+    if (struct stat st {}; ::stat((tmp_dir + "/" + name).c_str(), &st) != 0)
+      throw Error(fmt::format("checkpoint file '{}/{}' is missing: {}", tmp_dir, name, std::strerror(errno)));
+  // Every file of the checkpoint (model.pt, policy.json and the replay's dump included), with its
+  // CRC-32: a bit flip anywhere makes verify() refuse it, and latest() falls back to an older one.
+  for (const auto& name : list_dir(tmp_dir)) {
     const std::string p = tmp_dir + "/" + name;
-    if (self_checked(name)) {
-      struct stat st {};
-      if (::stat(p.c_str(), &st) != 0) throw Error(fmt::format("checkpoint file '{}' is missing: {}", p, std::strerror(errno)));
-      files[name] = {{"bytes", int64_t(st.st_size)}};
-    } else {
-      auto [bytes, crc] = size_and_crc(p);
-      files[name] = {{"bytes", bytes}, {"crc32", crc}};
-    }
+    if (name == kComplete || is_dir(p)) continue;
+    auto [bytes, crc] = size_and_crc(p);
+    files[name] = {{"bytes", bytes}, {"crc32", crc}};
     fsync_path(p, false);
   }
   c["files"] = files;
@@ -137,23 +137,28 @@ static bool read_small(const std::string& path, std::string* text) {
   return n == 0;
 }
 
-std::string verify(const std::string& dir) {
+std::string verify(const std::string& dir, bool deep) {
   std::string text;
   if (!read_small(dir + "/" + kComplete, &text)) return fmt::format("no {} marker (a partial checkpoint)", kComplete);
   try {
     const nlohmann::json c = nlohmann::json::parse(text);
     if (!c.is_object() || c.value("format", 0) != kFormat || !c.contains("files") || !c["files"].is_object())
       return fmt::format("{} has an unknown format", kComplete);
-    for (const auto& name : required_files()) {
+    for (const auto& name : required_files())
       if (!c["files"].contains(name) || !c["files"][name].is_object())
         return fmt::format("{} does not list {}", kComplete, name);
-      const auto& f = c["files"][name];
+    for (const auto& [name, f] : c["files"].items()) {
+      if (!f.is_object() || name.find('/') != std::string::npos || name == "." || name == "..")
+        return fmt::format("{} lists '{}' malformed", kComplete, name);
       const int64_t want_bytes = f.value("bytes", int64_t(-1));
       const std::string path = dir + "/" + name;
-      if (self_checked(name)) {
+      // Checkpoints sealed before every file had a CRC list replay.h5 by its size (the dump
+      // carries its own CRC of the items, checked when restored).
+      if (!deep || !f.contains("crc32")) {
         struct stat st {};
         if (::stat(path.c_str(), &st) != 0) return fmt::format("{} is missing", name);
         if (st.st_size != want_bytes) return fmt::format("{} has {} bytes, {} says {}", name, st.st_size, kComplete, want_bytes);
+        if (!f.contains("crc32") && !self_checked(name)) return fmt::format("{} lists {} without a CRC-32", kComplete, name);
         continue;
       }
       std::pair<int64_t, uint32_t> got;
@@ -201,10 +206,15 @@ void prune(const std::string& run_dir, int keep, const std::string& in_flight) {
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     const std::string p = parent + "/" + *it;
     // Only checkpoints that verify count towards `keep` (one that does not is never loaded, and
-    // never displaces a good one); stale temporaries go.
-    const bool old_ckpt = it->rfind("ckpt-", 0) == 0 && verify(p).empty() && ++kept > keep;
+    // never displaces a good one); one that does not verify goes once a newer one does; stale
+    // temporaries go. (Sizes only here: every seal prunes, and reading every replay.h5 again each
+    // time would cost more than the checkpoint. latest() reads the CRCs.)
+    const bool is_ckpt = it->rfind("ckpt-", 0) == 0;
+    const bool good = is_ckpt && verify(p, false).empty();
+    const bool old_ckpt = good && ++kept > keep;
+    const bool failed_behind_good = is_ckpt && !good && kept > 0;
     const bool stale_tmp = it->rfind(".tmp-ckpt-", 0) == 0 && p != in_flight;
-    if (!old_ckpt && !stale_tmp) continue;
+    if (!old_ckpt && !failed_behind_good && !stale_tmp) continue;
     try {
       remove_tree(p);
     } catch (const std::exception& e) {
@@ -225,7 +235,7 @@ const std::vector<std::string>& resume_safe_keys() {
       "run.resume", "replay.dump", "replay.dump_interval_s", "actor.threads", "actor.param_tests", "learner.threads",
       "actor.inference", "actor.env_groups", "roles.inference_per_node", "roles.inference_hosts", "inference.max_batch_rows",
       "inference.max_wait_us", "inference.device", "inference.threads", "inference.emulate_batch_us",
-      "inference.emulate_row_us", "learner.frozen",
+      "inference.emulate_row_us", "learner.frozen", "learner.on_nonfinite", "learner.nonfinite_limit",
       "learner.device", "learner.collective_timeout_s", "learner.cuda_graph", "learner.self_check",
       "eval.interval_s", "eval.episodes", "eval.threads", "eval.greedy",
       "kernels.scan_backend"};

@@ -8,9 +8,11 @@
 //       state.json          counters, the recent-returns window, time, metrics.jsonl length (learner 0)
 //       replay.h5           the replay's contents (buffer/hdf5_dump.h) and replay.h5.complete
 //       replay_state.json   the replay's counters, pending episode statistics, RNG and limiter state
-//       COMPLETE            written last: every file's size and CRC-32 (replay.h5: its size; the
-//                           dump carries its own CRC-32 of the items, checked when it is restored,
-//                           so a large buffer is not read twice), the version and env steps
+//       model.pt, policy.json   the policy alone (what `mpirl eval` and Python read)
+//       COMPLETE            written last: every file's size and CRC-32 (the replay's dump too), the
+//                           version and env steps. Checkpoints sealed before replay.h5 had its CRC
+//                           in COMPLETE are checked by its size (the dump's own CRC of the items is
+//                           checked when it is restored)
 //
 // A checkpoint is written into <run>/checkpoints/.tmp-ckpt-<version>-<pid>/ by learner 0 and the
 // replay rank (a shared file system, like the run directory), every file fsync'ed; then COMPLETE
@@ -35,7 +37,8 @@ std::string begin(const std::string& run_dir, int64_t version, const std::string
 // bytes and CRC-32), then the rename. Returns the final directory. Throws Error naming what failed.
 std::string seal(const std::string& tmp_dir, int64_t version, const nlohmann::json& info);
 // "" when `dir` is a complete checkpoint whose files match COMPLETE; otherwise what is wrong.
-std::string verify(const std::string& dir);
+// `deep`: every file's CRC-32 (reads them all); else sizes only.
+std::string verify(const std::string& dir, bool deep = true);
 
 struct Latest {
   std::string dir;                   // "" = none
@@ -45,9 +48,9 @@ struct Latest {
 // The newest checkpoint of a run that verifies.
 Latest latest(const std::string& run_dir);
 
-// Keeps the newest `keep` checkpoints that verify (by name) and removes older ones that verify, and
-// every temporary directory but `in_flight` (left by a killed run); a directory that does not
-// verify is left alone and never counts. Errors are logged, not thrown.
+// Keeps the newest `keep` checkpoints that verify (by name, sizes only) and removes older ones, a
+// directory that does not verify once a newer one does (never the newest that verifies), and
+// every temporary directory but `in_flight` (left by a killed run). Errors are logged, not thrown.
 void prune(const std::string& run_dir, int keep, const std::string& in_flight = "");
 
 // Removes a directory tree (POSIX calls: LibTorch's own std::filesystem symbols clash with libstdc++'s).

@@ -278,9 +278,23 @@ Config parse_resolved_config(const std::string& toml_text, std::vector<std::stri
       if (defaulted) defaulted->push_back(key);
       continue;
     }
-    tbl.get_as<toml::table>(key.substr(0, dot))->insert_or_assign(key.substr(dot + 1), *node.node());
+    // The same type and range checks as `mpirl train` (a hand-edited or damaged config.toml
+    // names its key instead of crashing eval, export or the replay tools).
+    check_value(key, field, *node.node(), "the run's config");
+    auto* section = tbl.get_as<toml::table>(key.substr(0, dot));
+    if (field.kind == Kind::Int && node.node()->is_floating_point()) {
+      section->insert_or_assign(key.substr(dot + 1), *exact_integer(*node.node()));
+    } else if (field.kind == Kind::IntList) {
+      toml::array ints;
+      for (auto& e : *node.node()->as_array()) ints.push_back(*exact_integer(e));
+      section->insert_or_assign(key.substr(dot + 1), std::move(ints));
+    } else {
+      section->insert_or_assign(key.substr(dot + 1), *node.node());
+    }
   }
-  return extract(tbl);
+  Config c = extract(tbl);
+  cross_validate(c);
+  return c;
 }
 
 std::vector<ConfigChange> config_changes(const std::string& before_toml, const std::string& after_toml) {

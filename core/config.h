@@ -63,6 +63,8 @@ struct Config {
     bool self_check = true;  // check the scan, the step and the reducer before training; fall back on a mismatch
     bool cuda_graph = true;  // CUDA learners: the optimizer step as a captured CUDA graph
     bool frozen = false;     // batches received and counted, no update: parameters stay fixed (benchmarks)
+    std::string on_nonfinite = "skip";  // a non-finite loss or gradient: "skip" | "rollback" | "stop"
+    int64_t nonfinite_limit = 100;      // skipped updates in a row before stopping (skip) or rolling back
   } learner;
   struct Model {
     std::string encoder = "auto";

@@ -95,6 +95,9 @@ const Schema& schema() {
     m["learner.cuda_graph"] = bool_field([](Config& c, bool v) { c.learner.cuda_graph = v; });
     m["learner.self_check"] = bool_field([](Config& c, bool v) { c.learner.self_check = v; });
     m["learner.frozen"] = bool_field([](Config& c, bool v) { c.learner.frozen = v; });
+    m["learner.on_nonfinite"] = string_field({"skip", "rollback", "stop"},
+                                             [](Config& c, std::string v) { c.learner.on_nonfinite = v; });
+    m["learner.nonfinite_limit"] = int_field(1, 1e9, [](Config& c, int64_t v) { c.learner.nonfinite_limit = v; });
     m["kernels.scan_backend"] =
         string_field({"auto", "native", "aten"}, [](Config& c, std::string v) { c.kernels.scan_backend = v; });
     m["learner.gamma"] = float_field(0, 1, [](Config& c, double v) { c.learner.gamma = v; });

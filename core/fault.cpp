@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/test_hooks.h"
 
 namespace mpirl {
 namespace {
@@ -19,7 +20,7 @@ struct Fault {
 
 Fault parse() {
   Fault f;
-  const char* e = std::getenv("MPIRL_TEST_FAULT");
+  const char* e = test_hook("MPIRL_TEST_FAULT");
   int rank = -1, me = -2;
   double seconds = 0;
   if (!e || std::sscanf(e, "%d:%lf", &rank, &seconds) != 2) return f;
@@ -37,7 +38,7 @@ void fault_point() {
 
 void test_update_delay() {
   static const int ms = [] {
-    const char* e = std::getenv("MPIRL_TEST_UPDATE_DELAY_MS");
+    const char* e = test_hook("MPIRL_TEST_UPDATE_DELAY_MS");
     return e ? std::atoi(e) : 0;
   }();
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));

@@ -43,19 +43,45 @@ bool holds_results(const std::string& dir) {
 
 // Why <dir>'s run may still be going on: its replay.pid names a live process on this host, or a
 // process on another host (replay.host), which cannot be checked from here. "" = it is not.
-std::string live_replay(const std::string& dir) {
-  std::ifstream in(dir + "/replay.pid");
+// <dir>/replay.pid and replay.host (pid 0: none), and this host's name.
+struct ReplayPid {
   long pid = 0;
-  if (!(in >> pid) || pid <= 0) return "";
-  std::string host;
-  std::ifstream(dir + "/replay.host") >> host;
+  std::string host, here;
+};
+ReplayPid read_replay_pid(const std::string& dir) {
+  ReplayPid r;
+  std::ifstream in(dir + "/replay.pid");
+  if (!(in >> r.pid) || r.pid <= 0) r.pid = 0;
+  std::ifstream(dir + "/replay.host") >> r.host;
   char here[256] = {};
   ::gethostname(here, sizeof(here) - 1);
+  r.here = here;
+  return r;
+}
+
+std::string live_replay(const std::string& dir) {
+  const auto [pid, host, here] = read_replay_pid(dir);
+  if (pid == 0) return "";
   if (!host.empty() && host != here)
     return fmt::format("its replay.pid {} is on host {}; if that run is over, remove {}/replay.pid", pid, host, dir);
   if (::kill(pid_t(pid), 0) == 0 || errno == EPERM) return fmt::format("replay.pid {} is alive", pid);
   return "";
 }
+
+}  // namespace
+
+std::string live_run_here(const std::string& dir) {
+  const auto [pid, host, here] = read_replay_pid(dir);
+  if (pid == 0 || (!host.empty() && host != here)) return "";
+  if (::kill(pid_t(pid), 0) != 0 && errno != EPERM) return "";
+  // A pid reused by another program is not the run.
+  std::ifstream cmd(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
+  const std::string line((std::istreambuf_iterator<char>(cmd)), {});
+  if (cmd.is_open() && line.find("mpirl") == std::string::npos) return "";
+  return fmt::format("its replay rank is running (replay.pid {} on this host, {})", pid, here);
+}
+
+namespace {
 
 void write_config(const std::string& dir, const Config& cfg) {
   try {
@@ -137,18 +163,31 @@ ReplayPidFile::~ReplayPidFile() {
   ::unlink((dir_ + "/replay.host").c_str());
 }
 
-MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::app), path_(path) {
-  if (!out_) throw Error(fmt::format("cannot open metrics file '{}'", path));
-  out_.seekp(0, std::ios::end);
-  bytes_ = int64_t(out_.tellp());
+MetricsLog::MetricsLog(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(fmt::format("cannot open metrics file '{}': {}", path, std::strerror(errno)));
+  struct stat st {};
+  bytes_ = ::fstat(fd_, &st) == 0 ? int64_t(st.st_size) : 0;
+}
+
+MetricsLog::~MetricsLog() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void MetricsLog::write(const nlohmann::json& row) {
-  const std::string line = row.dump() + '\n';
-  out_ << line;
-  out_.flush();
+  const std::string line = row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      if (done > 0 && ::ftruncate(fd_, bytes_) != 0) {}  // whole rows only: the part written goes again
+      throw Error(fmt::format("cannot write metrics file '{}': {}", path_, std::strerror(err)));
+    }
+    done += size_t(n);
+  }
   bytes_ += int64_t(line.size());
-  if (!out_) throw Error(fmt::format("cannot write metrics file '{}'", path_));
 }
 
 void append_json_line(const std::string& path, const nlohmann::json& value) {

@@ -26,6 +26,11 @@ std::string run_dir_path(const Config& cfg);
 // ConfigError naming the directory when it cannot be created or written.
 std::string create_run_dir(const Config& cfg);
 
+// Why the run in `dir` is still going on, from here: its replay.pid names a live mpirl process on
+// this host (replay.host). "" when it is not, or when that process is on another host (a run
+// whose node was lost leaves its replay.pid behind, and a requeued job must resume it).
+std::string live_run_here(const std::string& dir);
+
 // <run>/replay.pid (this process's pid, for `kill -USR2 $(cat replay.pid)`) and replay.host (its
 // host), written by the replay rank at start and removed by the destructor, at an error's exit
 // too: a later kill never reaches an unrelated process, and create_run_dir tells a live run by them.
@@ -43,11 +48,16 @@ class ReplayPidFile {
 class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path);
-  void write(const nlohmann::json& row);  // one JSON object per line, flushed
-  int64_t bytes() const { return bytes_; }  // the file's length after the last row
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  // One JSON object per line. A row that cannot be written whole (a full disk) is cut off again,
+  // so the file stays whole rows; then Error naming the file and the reason.
+  void write(const nlohmann::json& row);
+  int64_t bytes() const { return bytes_; }  // the file's length after the last row written
 
  private:
-  std::ofstream out_;
+  int fd_ = -1;
   std::string path_;
   int64_t bytes_ = 0;
 };

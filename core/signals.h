@@ -29,6 +29,9 @@ inline constexpr int kExitPreempted = 75;
 inline constexpr int kExitInterrupted = 130;
 // Exit code of a rank that left because its launcher was ending the job (128 + SIGTERM).
 inline constexpr int kExitAborted = 143;
+// Exit code of a run stopped because its updates were not finite (learner.on_nonfinite), after its
+// final checkpoint of the last finite parameters.
+inline constexpr int kExitNonFinite = 4;
 
 enum class StopSignal { None = 0, Preempt, Interrupt, LauncherAbort };
 

@@ -159,10 +159,31 @@ std::vector<nlohmann::json> Evaluator::collect_or_throw(bool wait) {
   row["eval_greedy"] = res.value("greedy", cfg_.eval.greedy);
   row["eval_finished_s"] = now_seconds();
   append_json_line(dir_ + "/eval.jsonl", row);
+  keep_if_best(row);
   spdlog::info("evaluation of update {} ({} env steps): mean return {} +- {} over {} {} episodes",
                row["update"].dump(), row["env_steps"].dump(), row["eval_mean_return"].dump(),
                row["eval_std_return"].dump(), row["eval_episodes"].dump(), cfg_.eval.greedy ? "greedy" : "sampled");
   return {row};
+}
+
+void Evaluator::keep_if_best(const nlohmann::json& row) {
+  const auto m = row.find("eval_mean_return");
+  if (m == row.end() || !m->is_number()) return;
+  const double mean = m->get<double>();
+  if (!best_.is_null() && mean <= best_.value("mean_return", -1e300)) return;
+  try {  // the policy this evaluation played, before the next one overwrites it
+    std::ifstream in(eval_dir_ + "/model.pt", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    if (!in.good() && !in.eof()) throw Error(fmt::format("cannot read {}/model.pt", eval_dir_));
+    write_file_atomic(dir_ + "/model_best.pt", bytes);
+    best_ = {{"mean_return", mean},        {"update", row.value("update", int64_t(-1))},
+             {"env_steps", row.value("env_steps", int64_t(-1))}, {"source", "evaluation"},
+             {"file", dir_ + "/model_best.pt"}};
+    spdlog::info("best policy so far (evaluation mean {:.2f} at update {}) -> model_best.pt", mean,
+                 best_["update"].get<int64_t>());
+  } catch (const std::exception& e) {
+    spdlog::warn("model_best.pt not written (training goes on): {}", e.what());
+  }
 }
 
 nlohmann::json Evaluator::counts() const {

@@ -37,11 +37,16 @@ class Evaluator {
   std::vector<nlohmann::json> finished() { return collect(false); }
   // started / skipped / failed evaluations, for summary.json ("eval").
   nlohmann::json counts() const;
+  // The best evaluated policy so far (null: none): whenever an evaluation's mean return beats the
+  // best, the policy it played is copied to <run>/model_best.pt (before the next evaluation
+  // overwrites it). Its mean, update, env steps and file, for summary.json.
+  const nlohmann::json& best() const { return best_; }
 
  private:
   void start(models::Policy& policy, const envs::EnvSpec& spec);
   std::vector<nlohmann::json> collect(bool wait);  // never throws: a failure is counted and logged
   std::vector<nlohmann::json> collect_or_throw(bool wait);
+  void keep_if_best(const nlohmann::json& row);
 
   const Config& cfg_;
   std::string dir_, eval_dir_;
@@ -50,6 +55,7 @@ class Evaluator {
   nlohmann::json snapshot_;  // update, env_steps, time_s of the policy the running evaluation plays
   int64_t started_ = 0, skipped_ = 0, failed_ = 0;
   bool skip_noted_ = false;
+  nlohmann::json best_;
 };
 
 }  // namespace mpirl::learner

@@ -13,11 +13,13 @@
 #include "core/error.h"
 #include "core/fault.h"
 #include "core/signals.h"
+#include "core/test_hooks.h"
 #include "envs/registry.h"
 #include "kernels/scan.h"
 #include "learner/batch_source.h"
 #include "learner/learner_checkpoint.h"
 #include "learner/learner_collectives.h"
+#include "learner/nonfinite_guard.h"
 #include "learner/placement.h"
 #include "learner/publisher.h"
 #include "learner/run_controller.h"
@@ -62,7 +64,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   RunController run(cfg, comms, lead ? start.run_dir : "");
   {
     nlohmann::json fields = {{"hosts", comms.num_hosts()}, {"ranks", ranks}, {"segment", start.segment},
-                             {"scan_backend", kernels::scan_backend_name(kernels::scan_backend())}};
+                             {"scan_backend", kernels::scan_backend_name(kernels::scan_backend())},
+                             {"test_hooks", test_hooks_set()}};
     for (const auto& c : checks) fields["self_check"].push_back(to_json(c));
     if (!start.resume_from.empty()) fields["resumed_from"] = start.resume_from;
     run.set_summary_fields(fields);
@@ -151,53 +154,81 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     leave_if_launcher_ends_job();
     return !run.wall_limit_reached() && stop_signal() == StopSignal::None;
   };
-  std::string reason;
+  std::string reason, nonfinite_stop;
+  NonFiniteGuard nonfinite(cfg, lead);
   std::string refreshed;  // the checkpoint model.pt and the running summary were last written after
-  for (;;) {
-    fault_point();
-    leave_if_launcher_ends_job();
-    const double t0 = now_seconds();
-    Batch* b = source.next(version, while_waiting);
-    run.add_wait(now_seconds() - t0);
-    if (b) {
-      last_batch = now_seconds();
-      run.on_reply(*b);  // the replay's counters and finished episodes: what the stop depends on
-    }
-    leave_if_launcher_ends_job();  // never into the collective below: a peer may be gone
-    reason = run.stop_reason();
-    if (!b && reason.empty()) reason = "max_wall_seconds";
-    const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due(version), run.status().env_steps);
-    if (a.stop == 2) reason = "preempted";
-    if (a.stop == 3) reason = "interrupted";
-    if (a.stop) run.note_stop_decision(reason.empty() ? "max_wall_seconds" : reason, version);
-    if (a.stop) break;
-    if (a.checkpoint) checkpoints.begin(version, false);  // before this batch: the state after `version` updates
-    run.on_trained(*b);  // counted only for batches that are trained on (or all masked out)
-    if (!a.update) continue;  // every sequence of every learner too old: no step on zero gradients
-    if (cfg.learner.frozen) {  // a benchmark of sampling: the batch is counted, the parameters stay
-      source.progress();
-      run.maybe_log();
-      continue;
-    }
-    trainer.set_progress(progress_of(a.env_steps, cfg.run.total_env_steps));
-    auto r = trainer.update(b->train, b->boot);
-    source.send_priorities(*b, r.priorities);
-    run.on_update(r);
-    test_update_delay();
-    ++version;
-    if (publisher && version % cfg.learner.publish_interval == 0) publisher->due();
-    if (publisher) publisher->poll(version);
-    source.progress();
-    run.poll_inference(version);
-    run.maybe_log();
-    for (const auto& row : evaluator.poll(policy, spec, version, run.status().env_steps, run.elapsed()))
-      run.on_eval(row);
-    if (lead && checkpoints.last_sealed() != refreshed) {
-      // model.pt and a summary ("running") after each checkpoint: a learner 0 ended silently has both
-      refreshed = checkpoints.last_sealed();
+  // Learner 0's own fatal error (a stall, an I/O error, a bad message): before the job is aborted it
+  // saves what needs no peer, model.pt (if finite) and a summary naming the error and the last
+  // checkpoint; local writes only, so bounded in time.
+  auto save_on_error = [&](const std::exception& e) {
+    if (!lead) return;
+    spdlog::error("learner 0 failed at update {}: {}; saving model.pt and summary.json before the job ends", version,
+                  e.what());
+    const std::string last = !checkpoints.last_sealed().empty() ? checkpoints.last_sealed() : start.resume_from;
+    nlohmann::json why = {{"error", e.what()}, {"update", version}};
+    if (!last.empty()) why["checkpoint"] = last;
+    try {
+      run.write_summary("error", why, false);
       run.save_model(policy, spec);
-      run.write_running_summary({{"checkpoint", refreshed}});
+    } catch (const std::exception& e2) {
+      spdlog::error("could not save after the error: {}", e2.what());
     }
+    spdlog::default_logger()->flush();
+  };
+  try {
+    for (;;) {
+      fault_point();
+      leave_if_launcher_ends_job();
+      const double t0 = now_seconds();
+      Batch* b = source.next(version, while_waiting);
+      run.add_wait(now_seconds() - t0);
+      if (b) {
+        last_batch = now_seconds();
+        run.on_reply(*b);  // the replay's counters and finished episodes: what the stop depends on
+      }
+      leave_if_launcher_ends_job();  // never into the collective below: a peer may be gone
+      reason = run.stop_reason();
+      if (reason.empty()) reason = nonfinite_stop;  // the same on every learner, at the same update
+      if (!b && reason.empty()) reason = "max_wall_seconds";
+      const Agreed a = agree(comms, reason, b && b->kept > 0, checkpoints.due(version), run.status().env_steps);
+      if (a.stop == 2) reason = "preempted";
+      if (a.stop == 3) reason = "interrupted";
+      if (a.stop) run.note_stop_decision(reason.empty() ? "max_wall_seconds" : reason, version);
+      if (a.stop) break;
+      if (a.checkpoint) checkpoints.begin(version, false);  // before this batch: the state after `version` updates
+      run.on_trained(*b);  // counted only for batches that are trained on (or all masked out)
+      if (!a.update) continue;  // every sequence of every learner too old: no step on zero gradients
+      if (cfg.learner.frozen) {  // a benchmark of sampling: the batch is counted, the parameters stay
+        source.progress();
+        run.maybe_log();
+        continue;
+      }
+      trainer.set_progress(progress_of(a.env_steps, cfg.run.total_env_steps));
+      auto r = trainer.update(b->train, b->boot);
+      source.send_priorities(*b, r.priorities);
+      run.on_update(r);
+      test_update_delay();
+      ++version;
+      if (nonfinite_stop.empty()) nonfinite_stop = nonfinite.after_update(trainer, version);
+      if (publisher && version % cfg.learner.publish_interval == 0) publisher->due();
+      if (publisher) publisher->poll(version);
+      source.progress();
+      run.poll_inference(version);
+      run.maybe_log();
+      run.maybe_save_best(policy, spec);
+      for (const auto& row : evaluator.poll(policy, spec, version, run.status().env_steps, run.elapsed()))
+        run.on_eval(row);
+      if (evaluator.enabled()) run.set_best(evaluator.best());
+      if (lead && checkpoints.last_sealed() != refreshed) {
+        // model.pt and a summary ("running") after each checkpoint: a learner 0 ended silently has both
+        refreshed = checkpoints.last_sealed();
+        run.save_model(policy, spec);
+        run.write_running_summary({{"checkpoint", refreshed}});
+      }
+    }
+  } catch (const std::exception& e) {
+    save_on_error(e);
+    throw;
   }
   leave_if_launcher_ends_job();  // "aborted" never takes the graceful shutdown below
   if (reason.empty()) reason = "max_wall_seconds";  // another learner reached its wall-clock limit
@@ -213,7 +244,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
                           {"gradient_reducer", reducer->name()},
                           {"learner_step", trainer.describe()},
                           {"num_params", models::num_params(policy)},
-                          {"learner_param_max_abs_diff", param_difference(comms, policy)}};
+                          {"learner_param_max_abs_diff", param_difference(comms, policy)},
+                          {"nonfinite", nonfinite.summary(trainer)}};
   if (publisher)
     extra["params_published"] = {{"broadcasts", publisher->schedule().published()},
                                  {"last_version", publisher->schedule().last_version()},
@@ -228,12 +260,15 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   if (lead && evaluator.enabled()) {
     for (const auto& row : evaluator.finished()) run.on_eval(row);  // one that ended since the last update
     extra["eval"] = evaluator.counts();
+    run.set_best(evaluator.best());
   }
+  // The final checkpoint's learner part first (a full disk then costs model.pt, not the
+  // checkpoint), then model.pt and the summary, all before the replay's goodbye.
+  if (checkpoints.enabled()) checkpoints.begin(version, true);
   if (lead) {
     run.save_model(policy, spec);
     run.write_summary(reason, extra, false);
   }
-  if (checkpoints.enabled()) checkpoints.begin(version, true);
   ReplayStatus final_status = source.leave([&](const std::vector<float>& r, const std::vector<int32_t>& l,
                                                const ReplayStatus& s) {
     run.set_status(s);
@@ -259,6 +294,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   // without one would start over.
   if (!lead) return 0;
   if (reason == "interrupted") return kExitInterrupted;
+  if (reason == "nonfinite") return kExitNonFinite;
   if (reason != "preempted") return 0;
   if (!checkpoints.enabled()) {
     spdlog::warn("preempted with run.checkpoint = \"never\": nothing to resume; exit 0");

@@ -145,6 +145,8 @@ void Checkpointer::begin(int64_t version, bool final) {
   last_version_ = version;
   InFlight& f = final ? final_ : periodic_;
   try {
+    if (!trainer_.parameters_finite())
+      throw Error("the parameters are not finite (NaN or inf): a checkpoint is never sealed from them");
     f.tmp = ckpt::begin(start_.run_dir, version, final ? "final" : "periodic");
     std::ostringstream os;
     torch::serialize::OutputArchive ar;

@@ -92,21 +92,27 @@ PopArt::PopArt(models::Policy& policy, double decay, AverageFn average)
 
 torch::Tensor PopArt::sigma() const { return (nu_ - mu_.square()).clamp_min(1e-8).sqrt().clamp(1e-4, 1e6); }
 
-void PopArt::update(const torch::Tensor& target_mean, const torch::Tensor& target_sq_mean) {
+void PopArt::update(const torch::Tensor& target_mean, const torch::Tensor& target_sq_mean, const torch::Tensor& skip) {
   torch::NoGradGuard g;
   auto s = torch::stack({target_mean.reshape({}).to(kF64), target_sq_mean.reshape({}).to(kF64)});
   if (average_) average_(s);
   ++updates_;
   const double beta = std::max(decay_, 1.0 / double(updates_));
+  s = s.to(mu_.device());
+  // Held (on the device, no sync): non-finite targets, or a skipped step.
+  auto hold = torch::logical_not(torch::isfinite(s).all());
+  if (skip.defined()) hold = torch::logical_or(hold, skip.to(mu_.device()).to(torch::kBool));
   auto old_mu = policy_->value_shift().to(kF64);
   auto old_sigma = policy_->value_scale().to(kF64);
-  mu_.mul_(1.0 - beta).add_(s[0].to(mu_.device()) * beta);
-  nu_.mul_(1.0 - beta).add_(s[1].to(nu_.device()) * beta);
+  mu_.copy_(torch::where(hold, mu_, mu_ * (1.0 - beta) + s[0] * beta));
+  nu_.copy_(torch::where(hold, nu_, nu_ * (1.0 - beta) + s[1] * beta));
   auto sigma = this->sigma();
   auto& head = policy_->value_head();
   // Outputs preserved: sigma' (w' h + b') + mu' = sigma (w h + b) + mu.
-  head->weight.mul_((old_sigma / sigma).to(head->weight.scalar_type()));
-  head->bias.copy_((old_sigma * head->bias.to(kF64) + old_mu - mu_) / sigma);
+  auto w = head->weight * (old_sigma / sigma).to(head->weight.scalar_type());
+  auto b = ((old_sigma * head->bias.to(kF64) + old_mu - mu_) / sigma).to(head->bias.scalar_type());
+  head->weight.copy_(torch::where(hold, head->weight, w));
+  head->bias.copy_(torch::where(hold, head->bias, b));
   policy_->value_shift().copy_(mu_.reshape({1}));
   policy_->value_scale().copy_(sigma.reshape({1}));
 }

@@ -67,7 +67,11 @@ class PopArt {
  public:
   PopArt(models::Policy& policy, double decay, AverageFn average);
   // target_mean, target_sq_mean: scalar tensors, the mean and the mean square of the value targets.
-  void update(const torch::Tensor& target_mean, const torch::Tensor& target_sq_mean);
+  // Nothing moves (decided on the device) when they are not finite or `skip` (the trainer's
+  // skipped-step flag, float32 scalar; undefined = none) is 1.
+  void update(const torch::Tensor& target_mean, const torch::Tensor& target_sq_mean,
+              const torch::Tensor& skip = torch::Tensor());
+  std::vector<torch::Tensor> state() const { return {mu_, nu_}; }
   torch::Tensor mu() const { return mu_; }
   torch::Tensor sigma() const;
   void save(torch::serialize::OutputArchive& ar) const;

@@ -1,5 +1,7 @@
 #include "learner/optimizer.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -66,7 +68,7 @@ class Adam final : public DeviceOptimizer {
     }
   }
   std::string name() const override { return "adam (fused, device step count)"; }
-  void step() override {
+  void step(const torch::Tensor& skip) override {
     torch::NoGradGuard g;
     std::vector<torch::Tensor> p, gr, steps, m, v;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -79,12 +81,16 @@ class Adam final : public DeviceOptimizer {
     }
     if (p.empty()) return;
     at::_foreach_add_(steps, 1);  // the fused kernel reads the incremented count (as torch.optim.Adam)
+    // found_inf = skip: the fused kernel leaves parameters and moments as they are (what
+    // torch.optim.Adam does for GradScaler), and the count goes back, as torch.optim.Adam does.
+    const std::optional<torch::Tensor> found_inf = skip.defined() ? std::optional<torch::Tensor>(skip) : std::nullopt;
     if (lr_t_.defined())
       at::_fused_adam_(p, gr, m, v, {}, steps, lr_t_, h_.beta1, h_.beta2, /*weight_decay=*/0.0, h_.eps,
-                       /*amsgrad=*/false, /*maximize=*/false);
+                       /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
     else
       at::_fused_adam_(p, gr, m, v, {}, steps, lr_, h_.beta1, h_.beta2, /*weight_decay=*/0.0, h_.eps,
-                       /*amsgrad=*/false, /*maximize=*/false);
+                       /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
+    if (skip.defined()) at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), skip));
   }
 
  private:
@@ -102,7 +108,7 @@ class Rmsprop final : public DeviceOptimizer {
     }
   }
   std::string name() const override { return "rmsprop (foreach)"; }
-  void step() override {
+  void step(const torch::Tensor& skip) override {
     torch::NoGradGuard g;
     const size_t per = h_.momentum > 0 ? 2 : 1;
     std::vector<torch::Tensor> p, gr, sq, buf;
@@ -114,6 +120,23 @@ class Rmsprop final : public DeviceOptimizer {
       if (per == 2) buf.push_back(state_[per * i + 1]);
     }
     if (p.empty()) return;
+    if (skip.defined()) {  // the step on copies, kept only where skip is 0 (NaN-proof: a select)
+      std::vector<torch::Tensor> all = p;
+      all.insert(all.end(), sq.begin(), sq.end());
+      all.insert(all.end(), buf.begin(), buf.end());
+      const auto before = at::_foreach_mul(all, 1.0);
+      update(p, gr, sq, buf);
+      const auto keep = skip.to(torch::kBool);
+      for (size_t i = 0; i < all.size(); ++i) all[i].copy_(torch::where(keep, before[i], all[i]));
+      return;
+    }
+    update(p, gr, sq, buf);
+  }
+
+ private:
+  void update(std::vector<torch::Tensor>& p, std::vector<torch::Tensor>& gr, std::vector<torch::Tensor>& sq,
+              std::vector<torch::Tensor>& buf) {
+    const size_t per = buf.empty() ? 1 : 2;
     at::_foreach_mul_(sq, h_.alpha);
     at::_foreach_addcmul_(sq, gr, gr, 1 - h_.alpha);
     auto avg = at::_foreach_sqrt(sq);
@@ -136,7 +159,6 @@ class Rmsprop final : public DeviceOptimizer {
     }
   }
 
- private:
   RmspropHyper h_;
 };
 

@@ -21,8 +21,11 @@ class DeviceOptimizer {
  public:
   virtual ~DeviceOptimizer() = default;
   // One step from the parameters' current gradients; a parameter without a gradient is left as
-  // it is (and its moments too), as LibTorch's optimizers do.
-  virtual void step() = 0;
+  // it is (and its moments too), as LibTorch's optimizers do. `skip`: a float32 scalar on the
+  // parameters' device; where it is 1 the step changes nothing (parameters, moments, step count),
+  // decided on the device (no host sync, capturable in a CUDA graph).
+  virtual void step(const torch::Tensor& skip) = 0;
+  void step() { step(torch::Tensor()); }
   // Gradients to none (the default: a captured backward allocates them in the graph's pool) or
   // to zero in place.
   void zero_grad(bool set_to_none = true);

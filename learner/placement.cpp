@@ -13,6 +13,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #endif
 
+#include "core/test_hooks.h"
 #include "core/error.h"
 #include "learner/device.h"
 
@@ -53,7 +54,7 @@ std::vector<std::string> all_learners(const Comms& comms, const std::string& min
 
 ReducerRequest pick_device(const Config& cfg, const Comms& comms, int* picked) {
   int visible = torch::cuda::is_available() ? int(torch::cuda::device_count()) : 0;
-  const char* fake = std::getenv("MPIRL_FAKE_GPUS");
+  const char* fake = test_hook("MPIRL_FAKE_GPUS");
   const bool faked = visible == 0 && fake != nullptr && std::atoi(fake) > 0;
   if (faked) visible = std::atoi(fake);
   const std::string host = comms.host(comms.rank);

@@ -50,7 +50,13 @@ void RunController::tensorboard(const std::function<void(tracking::TensorBoardWr
 
 void RunController::write_row(const nlohmann::json& row, const std::string& tb_prefix) {
   if (!lead_) return;
-  metrics_->write(row);
+  try {  // a full disk costs rows, never the run (logged once; later rows are tried again)
+    metrics_->write(row);
+    if (metrics_failed_) spdlog::info("metrics.jsonl written again ({} row(s) were lost)", metrics_failed_);
+    metrics_failed_ = 0;
+  } catch (const std::exception& e) {
+    if (metrics_failed_++ == 0) spdlog::error("{}; the run goes on (rows are dropped until a write succeeds)", e.what());
+  }
   const auto steps = row.find("env_steps");
   const int64_t step = steps != row.end() && steps->is_number() ? steps->get<int64_t>() : status_.env_steps;
   tensorboard([&](auto& tb) { tb.write_scalars(row, step, tb_prefix); });
@@ -249,7 +255,32 @@ void RunController::maybe_log() {
 }
 
 void RunController::save_model(models::Policy& policy, const envs::EnvSpec& spec) {
-  models::save_policy(run_dir_, policy, spec, models::model_options(cfg_));  // model.pt and policy.json
+  if (!models::all_finite(policy)) {  // never over the last good one
+    spdlog::error("model.pt not written: the parameters are not finite (NaN or inf); the one written before stays");
+    return;
+  }
+  try {  // atomic: a failure (a full disk) leaves the one written before
+    models::save_policy(run_dir_, policy, spec, models::model_options(cfg_));  // model.pt and policy.json
+  } catch (const std::exception& e) {
+    spdlog::error("model.pt not written (the one written before stays; the run goes on): {}", e.what());
+  }
+}
+
+void RunController::maybe_save_best(models::Policy& policy, const envs::EnvSpec& spec) {
+  if (!lead_ || cfg_.eval.interval_s > 0 || returns_.q.size() < returns_.n) return;
+  const double now = now_seconds();
+  if (now - best_checked_ < cfg_.run.log_interval_s) return;
+  best_checked_ = now;
+  const double mean = returns_.mean();
+  if (!best_.is_null() && mean <= best_.value("mean_return", -1e300)) return;
+  if (!models::all_finite(policy)) return;
+  try {
+    models::save_policy(run_dir_, policy, spec, models::model_options(cfg_), "model_best.pt");
+    best_ = {{"mean_return", mean}, {"update", counts_.updates}, {"env_steps", status_.env_steps},
+             {"source", "train (the last 100 episodes)"}, {"file", run_dir_ + "/model_best.pt"}};
+  } catch (const std::exception& e) {
+    spdlog::warn("model_best.pt not written (the run goes on): {}", e.what());
+  }
 }
 
 nlohmann::json RunController::summary(const std::string& reason, double wall, const nlohmann::json& extra,
@@ -282,20 +313,29 @@ nlohmann::json RunController::summary(const std::string& reason, double wall, co
                         {"failures", status_.dump.failures},
                         {"last_error", status_.dump.last_error}};
   if (inference_ && inference_->enabled()) s["inference"] = inference_->summary();
+  s["best_policy"] = best_;
   for (auto& [k, v] : fields_.items()) s[k] = v;
   for (auto& [k, v] : extra.items()) s[k] = v;
   return s;
 }
 
 void RunController::write_running_summary(const nlohmann::json& extra) {
-  write_json_atomic(run_dir_ + "/summary.json", summary("running", elapsed(), extra, false));
+  try {
+    write_json_atomic(run_dir_ + "/summary.json", summary("running", elapsed(), extra, false));
+  } catch (const std::exception& e) {
+    spdlog::error("summary.json not written (the run goes on): {}", e.what());
+  }
 }
 
 void RunController::write_summary(const std::string& reason, const nlohmann::json& extra, bool final) {
   if (wall_ == 0) wall_ = elapsed();
   if (final) log(true);
   const auto s = summary(reason, wall_, extra, final);
-  write_json_atomic(run_dir_ + "/summary.json", s);
+  try {
+    write_json_atomic(run_dir_ + "/summary.json", s);
+  } catch (const std::exception& e) {
+    spdlog::error("summary.json not written: {}", e.what());
+  }
   if (final)
     spdlog::info("run finished ({}): {} env steps in {:.1f} s = {:.0f} SPS, {} updates, final mean return {} -> {}",
                  reason, status_.env_steps, wall_, s["sps"].get<double>(), counts_.updates, s["mean_return"].dump(),

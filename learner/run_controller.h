@@ -94,8 +94,14 @@ class RunController {
   void on_eval(const nlohmann::json& row);
 
   // Learner 0, at the end: model.pt, then summary.json (written again with final=true once the
-  // replay has said goodbye). Both are atomic.
+  // replay has said goodbye). Both are atomic. Never from parameters that are not finite.
   void save_model(models::Policy& policy, const envs::EnvSpec& spec);
+  // Learner 0, at the metrics cadence, without evaluation during training: model_best.pt (beside
+  // model.pt) whenever the mean return of the last 100 episodes beats the best so far. With
+  // evaluation the evaluator keeps it instead (learner/evaluator.h). A failure is logged, never fatal.
+  void maybe_save_best(models::Policy& policy, const envs::EnvSpec& spec);
+  // The best policy kept so far (null: none), for summary.json; the evaluator reports its own here.
+  void set_best(nlohmann::json best) { best_ = std::move(best); }
   void write_summary(const std::string& reason, const nlohmann::json& extra, bool final);
   // Learner 0, while the run goes on (after each sealed checkpoint): summary.json with
   // stop_reason "running" and the fields as they are now, so that a run whose learner 0 dies
@@ -143,6 +149,9 @@ class RunController {
   nlohmann::json fields_ = nlohmann::json::object();
   nlohmann::json decision_;  // null until note_stop_decision()
   InferenceMonitor* inference_ = nullptr;
+  nlohmann::json best_;  // the best policy kept (model_best.pt): mean, update, env steps, source
+  int64_t metrics_failed_ = 0;  // metrics rows lost in a row (a full disk)
+  double best_checked_ = 0;
 };
 
 }  // namespace mpirl::learner

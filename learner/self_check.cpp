@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/test_hooks.h"
 #include "core/error.h"
 #include "kernels/scan.h"
 
@@ -62,7 +63,7 @@ nlohmann::json to_json(const CheckResult& r) {
 }
 
 bool injected_fault(const std::string& name, int world_rank) {
-  const char* e = std::getenv("MPIRL_TEST_SELF_CHECK_FAULT");
+  const char* e = test_hook("MPIRL_TEST_SELF_CHECK_FAULT");
   if (!e) return false;
   std::stringstream ss(e);
   std::string item;
@@ -71,7 +72,7 @@ bool injected_fault(const std::string& name, int world_rank) {
   return false;
 }
 
-bool test_reducer_fallback() { return std::getenv("MPIRL_TEST_REDUCER_FALLBACK") != nullptr; }
+bool test_reducer_fallback() { return test_hook("MPIRL_TEST_REDUCER_FALLBACK") != nullptr; }
 
 CheckResult check_scan(torch::Device device, int world_rank) {
   CheckResult r;

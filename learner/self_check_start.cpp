@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/test_hooks.h"
 #include "core/error.h"
 #include "kernels/scan.h"
 #include "learner/self_check.h"
@@ -29,7 +30,7 @@ void log_verdicts(const std::vector<CheckResult>& checks, const Comms& comms) {
 }  // namespace
 
 StepMode agreed_step_mode(const Config& cfg, const Comms& comms, torch::Device device) {
-  const char* test = std::getenv("MPIRL_TEST_STEP_MODE");
+  const char* test = test_hook("MPIRL_TEST_STEP_MODE");
   const StepMode mine = test && std::string(test) == "static"        ? StepMode::Static
                         : device.is_cuda() && cfg.learner.cuda_graph ? StepMode::Graph
                                                                      : StepMode::Eager;

@@ -1,5 +1,7 @@
 #include "learner/trainer.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -67,11 +69,16 @@ Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device dev
     popart_ = std::make_unique<PopArt>(policy_, cfg.learner.value_norm_decay, average);
     lo_.value_scale = policy_->value_scale();  // the buffer itself: PopArt updates it in place
   }
+  const auto f = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  skip_ = torch::zeros({}, f);
+  skipped_ = torch::zeros({}, f);
+  in_a_row_ = torch::zeros({}, f);
+  nan_ = torch::zeros({}, f);
 }
 
 void Trainer::set_progress(double f) {
   const auto& l = cfg_.learner;
-  if (l.lr_schedule != "constant") optim_->set_lr(scheduled(l.lr_schedule, l.lr, l.lr_final, f));
+  if (l.lr_schedule != "constant") optim_->set_lr(lr_factor_ * scheduled(l.lr_schedule, l.lr, l.lr_final, f));
   if (lo_.entropy_coef_t.defined()) {
     torch::NoGradGuard g;
     lo_.entropy_coef = scheduled(l.entropy_schedule, l.entropy_coef, l.entropy_coef_final, f);
@@ -108,12 +115,19 @@ StepFns Trainer::step_fns() {
     optim_->zero_grad(true);
     auto out = policy_->unroll(b.obs, b.is_init, b.state0);
     LossTerms l = cfg_.learner.algo == "impala" ? impala_loss(spec_, b, out, lo_) : appo_loss(spec_, b, out, lo_);
+    l.total = l.total * (1 + nan_);  // x 1, or from the test hook on x NaN: NaN loss and gradients
     l.total.backward();
     return l;
   };
   f.apply = [this] {
     auto norm = clip_grad_norm(params_, cfg_.learner.max_grad_norm);
-    optim_->step();
+    // Skipped on the device when the averaged gradient norm (the same on every learner) is not
+    // finite: a NaN or inf loss, gradient or parameter shows there.
+    torch::NoGradGuard g;
+    skip_.copy_(torch::logical_not(torch::isfinite(norm)).to(torch::kFloat32));
+    optim_->step(skip_);
+    skipped_.add_(skip_);
+    in_a_row_.add_(skip_).mul_(skip_);
     return norm;
   };
   return f;
@@ -131,6 +145,7 @@ StepOut Trainer::step(const TrainBatch& b) {
   if (!static_) {
     std::vector<torch::Tensor> state = params_;
     for (auto& t : optim_->state()) state.push_back(t);
+    for (auto* t : {&skip_, &skipped_, &in_a_row_}) state.push_back(*t);  // a warm-up leaves no count
     static_ = std::make_unique<StaticStep>(mode_ == StepMode::Graph ? StaticStep::Mode::Graph
                                                                      : StaticStep::Mode::Uncaptured,
                                            step_fns(), reducer_, params_, std::move(state));
@@ -151,7 +166,7 @@ void Trainer::after_update(UpdateResult& r) {
   r.lr = optim_->lr();
   r.entropy_coef = lo_.entropy_coef;
   if (!popart_) return;
-  popart_->update(r.last.target_mean, r.last.target_sq_mean);
+  popart_->update(r.last.target_mean, r.last.target_sq_mean, skip_);
   r.value_mu = popart_->mu();
   r.value_sigma = popart_->sigma();
 }
@@ -242,6 +257,49 @@ void Trainer::load(torch::serialize::InputArchive& ar) {
     std::lock_guard<std::mutex> lock(dev.mutex());
     dev.set_state(rng);
   }
+}
+
+Trainer::NonFinite Trainer::nonfinite() const {
+  const auto both = torch::stack({skipped_, in_a_row_}).to(torch::kCPU, torch::kFloat64);
+  const double* v = both.data_ptr<double>();
+  return {int64_t(v[0]), int64_t(v[1])};
+}
+
+bool Trainer::parameters_finite() const {
+  models::Policy p = policy_;
+  return models::all_finite(p);
+}
+
+std::vector<torch::Tensor> Trainer::state_tensors() const {
+  std::vector<torch::Tensor> all = policy_->parameters();
+  for (const auto& t : policy_->buffers()) all.push_back(t);
+  for (const auto& t : optim_->state()) all.push_back(t);
+  if (popart_)
+    for (const auto& t : popart_->state()) all.push_back(t);
+  return all;
+}
+
+void Trainer::snapshot() {
+  torch::NoGradGuard g;
+  snapshot_.clear();
+  for (const auto& t : state_tensors()) snapshot_.push_back(t.detach().clone());
+}
+
+bool Trainer::restore(double lr_factor) {
+  if (snapshot_.empty()) return false;
+  torch::NoGradGuard g;
+  std::vector<torch::Tensor> all = state_tensors();
+  MPIRL_CHECK(all.size() == snapshot_.size(), "snapshot of {} tensors for {}", snapshot_.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i].copy_(snapshot_[i]);  // in place: a captured graph keeps them
+  in_a_row_.zero_();
+  lr_factor_ *= lr_factor;
+  if (cfg_.learner.lr_schedule == "constant") optim_->set_lr(lr_factor_ * cfg_.learner.lr);
+  return true;
+}
+
+void Trainer::inject_nan(bool on) {
+  torch::NoGradGuard g;
+  nan_.fill_(on ? std::nan("") : 0.0);
 }
 
 }  // namespace mpirl::learner

@@ -73,10 +73,30 @@ class Trainer {
   void save(torch::serialize::OutputArchive& ar);
   void load(torch::serialize::InputArchive& ar);
 
+  // Non-finite updates (learner.on_nonfinite). An optimizer step whose (averaged, so the same on
+  // every learner) gradient norm is not finite is skipped on the device and counted there; these
+  // read the counts (a host sync: at a cadence, never per step).
+  struct NonFinite {
+    int64_t skipped = 0;   // optimizer steps skipped so far
+    int64_t in_a_row = 0;  // ... since the last finite one
+  };
+  NonFinite nonfinite() const;
+  // Every parameter and buffer (normalisation statistics included) finite (a host sync).
+  bool parameters_finite() const;
+  // learner.on_nonfinite = "rollback": keep the state as it is now (parameters, buffers, optimizer
+  // and PopArt state, on the device), and go back to it, with the learning rate scaled by `lr_factor`
+  // from then on. restore() returns false when no snapshot was taken.
+  void snapshot();
+  bool restore(double lr_factor);
+  double lr_factor() const { return lr_factor_; }
+  // Test hook (MPIRL_TEST_NAN_AT_UPDATE=N): from update N on, the loss is NaN on every learner.
+  void inject_nan(bool on);
+
  private:
   StepFns step_fns();
   StepOut step(const TrainBatch& b);  // one optimizer step, eager or through the static step
   void after_update(UpdateResult& r);  // PopArt's statistics; the scheduled values into r
+  std::vector<torch::Tensor> state_tensors() const;  // parameters, buffers, optimizer and PopArt state
 
   const Config& cfg_;
   envs::EnvSpec spec_;
@@ -90,6 +110,11 @@ class Trainer {
   ObsNormalizer obs_norm_;
   std::unique_ptr<PopArt> popart_;  // learner.value_norm = "popart"
   std::unique_ptr<StaticStep> static_;  // built at the first update (Static and Graph)
+  // On the device, float32 scalars: 1 when the last step was skipped; steps skipped; in a row;
+  // the test hook's factor on the loss, minus 1 (0 or NaN). Updated inside the (captured) step.
+  torch::Tensor skip_, skipped_, in_a_row_, nan_;
+  std::vector<torch::Tensor> snapshot_;  // rollback: copies of every tensor a step changes
+  double lr_factor_ = 1;
 };
 
 // Scales every gradient so that their joint L2 norm is at most max_norm (as

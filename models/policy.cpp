@@ -208,6 +208,14 @@ torch::Tensor obs_rows(const envs::EnvSpec& spec, void* first, int64_t rows, int
   return torch::from_blob(first, shape, strides, spec.obs_uint8 ? torch::kUInt8 : torch::kFloat32);
 }
 
+bool all_finite(Policy& p) {
+  torch::NoGradGuard g;
+  std::vector<torch::Tensor> ok;
+  for (auto& t : p->parameters()) ok.push_back(torch::isfinite(t).all());
+  for (auto& t : p->buffers()) ok.push_back(torch::isfinite(t).all());
+  return ok.empty() || torch::stack(ok).all().item<bool>();
+}
+
 int64_t num_params(Policy& p) {
   int64_t n = 0;
   for (auto& t : p->parameters()) n += t.numel();

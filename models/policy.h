@@ -113,6 +113,9 @@ torch::Tensor sample(const envs::EnvSpec& spec, const torch::Tensor& dist, at::G
 // `first`, typed as the spec says (float32 or uint8): what Policy::step takes.
 torch::Tensor obs_rows(const envs::EnvSpec& spec, void* first, int64_t rows, int64_t row_stride);
 
+// Every parameter and buffer finite (no NaN, no inf); a host sync.
+bool all_finite(Policy& p);
+
 // Parameters then buffers (the normalisation statistics): what actors, learners and model.pt share.
 int64_t num_params(Policy& p);
 // Copies all parameters, in registration order, then the buffers, into dst (num_params floats) /

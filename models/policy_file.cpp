@@ -45,7 +45,8 @@ nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& o
             {"dist_size", spec.dist_size()}}}};
 }
 
-void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& spec, const ModelOptions& opts) {
+void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& spec, const ModelOptions& opts,
+                 const std::string& model_file) {
   // A CPU copy, so that `mpirl eval` and Python load it anywhere.
   std::vector<float> flat(size_t(num_params(policy)));
   write_flat(policy, flat.data());
@@ -54,7 +55,7 @@ void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& sp
   std::ostringstream os;
   torch::save(cpu, os);
   write_json_atomic(dir + "/policy.json", policy_spec_json(spec, opts));
-  write_file_atomic(dir + "/model.pt", os.str());
+  write_file_atomic(dir + "/" + model_file, os.str());
 }
 
 namespace {

@@ -27,9 +27,10 @@ inline constexpr int kPolicyFileVersion = 1;
 //              "ffm_context", "state_size", "dist_size", "obs_norm", "obs_norm_clip"}}
 nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts);
 
-// Writes dir/model.pt (a CPU copy of `policy`, wherever it lives) and dir/policy.json, each
-// atomically (core/run_dir.h). Throws mpirl::Error naming the file.
-void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& spec, const ModelOptions& opts);
+// Writes dir/<model_file> (default model.pt: a CPU copy of `policy`, wherever it lives) and
+// dir/policy.json, each atomically (core/run_dir.h). Throws mpirl::Error naming the file.
+void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& spec, const ModelOptions& opts,
+                 const std::string& model_file = "model.pt");
 
 // Reads a Policy's parameters and buffers from an archive (a model.pt, or a checkpoint's "model").
 // Every parameter must be there. Files written before the normalisation buffers existed lack

@@ -735,6 +735,12 @@ def case_eval_during_training(args):
     check(not left, f"no evaluation process left after the run ({left})")
     ev = summary(d)["eval"]
     check(ev["started"] >= len(rows) and ev["failed"] == 0, f"summary.json counts the evaluations ({ev})")
+    # The best evaluated policy is kept: model_best.pt, the one whose evaluation scored highest.
+    best = summary(d)["best_policy"]
+    top = max(rows, key=lambda r: r["eval_mean_return"])
+    check(best["source"] == "evaluation" and best["mean_return"] == top["eval_mean_return"]
+          and best["update"] == top["update"] and os.path.exists(os.path.join(d, "model_best.pt")),
+          f"model_best.pt holds the best evaluation's policy (mean {best['mean_return']}, update {best['update']})")
     from tensorboard.backend.event_processing import event_accumulator
     acc = event_accumulator.EventAccumulator(d, size_guidance={"scalars": 0})
     acc.Reload()

@@ -182,6 +182,52 @@ def case_bad_restore(args):
     bad_restore(args, other, "holds env 'CartPole-v1'")
 
 
+def case_inspect_hostile(args):
+    # `mpirl replay inspect` on dumps whose attributes (outside the CRC) or datasets lie: each is an
+    # error naming what is wrong, exit 2, never a read past the data or an allocation of what the
+    # file claims.
+    s, d = make_dump(args)
+    good = s["replay_dump"]["path"]
+    work = os.path.join(args.workdir, "hostile-dumps")
+    os.makedirs(work, exist_ok=True)
+
+    def inspect(path, needle):
+        r = subprocess.run([args.mpirl, "replay", "inspect", path], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 2 and needle in r.stderr, f"{os.path.basename(path)}: exit {r.returncode}, "
+              f"'{needle}' in: {r.stderr.strip()[:300]}")
+
+    r = subprocess.run([args.mpirl, "replay", "inspect", good], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, "the dump itself inspects")
+    items = os.path.join(work, "items.h5")
+    shutil.copy(good, items)
+    with h5py.File(items, "a") as f:
+        f.attrs["items"] = np.int64(int(f.attrs["items"]) * 10)
+    inspect(items, "but the header says")
+    tlen = os.path.join(work, "rollout_len.h5")
+    shutil.copy(good, tlen)
+    with h5py.File(tlen, "a") as f:
+        f.attrs["rollout_len"] = np.int64(int(f.attrs["rollout_len"]) + 7)
+    inspect(tlen, "but the header says")
+    f32 = os.path.join(work, "priority_f32.h5")
+    shutil.copy(good, f32)
+    with h5py.File(f32, "a") as f:
+        p = f["items/priority"][...]
+        del f["items/priority"]
+        f.create_dataset("items/priority", data=p.astype(np.float32))
+        # and the checksum made to match (an attribute too: the CRC alone does not make a file safe)
+        crc = 0
+        for name in a_fields(f):
+            crc = zlib.crc32(np.ascontiguousarray(f["items/" + name][...]).tobytes(), crc)
+        f.attrs["checksum_crc32"] = np.int64(crc)
+    inspect(f32, "priority is float32")
+    huge = os.path.join(work, "huge.h5")
+    shutil.copy(good, huge)
+    with h5py.File(huge, "a") as f:
+        del f["items/reward"]
+        f.create_dataset("items/reward", shape=(2 ** 40,), dtype=np.float32)  # declared, never written
+    inspect(huge, "more than the")
+
+
 def case_kill_mid_dump(args):
     os.environ["MPIRL_TEST_DUMP_DELAY_MS"] = "150"
     mpi_test.ENV["MPIRL_TEST_DUMP_DELAY_MS"] = "150"

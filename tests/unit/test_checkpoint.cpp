@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "core/checkpoint.h"
@@ -186,6 +187,52 @@ TEST(Checkpoint, SealedIsLoadedPartialAndCorruptAreSkipped) {
   write(first + "/replay.h5", "onereplay.h5 and more");
   EXPECT_NE(ckpt::verify(first).find("bytes"), std::string::npos);
   EXPECT_TRUE(ckpt::latest(run.path).dir.empty());
+}
+
+TEST(Checkpoint, EveryFileHasACrcAndAFlippedReplayByteFallsBackToThePreviousOne) {
+  TempDir run;
+  const auto first = make_checkpoint(run.path, 10, "one");
+  const auto second = make_checkpoint(run.path, 20, "two");
+  std::ifstream in(second + "/COMPLETE");
+  const auto c = nlohmann::json::parse(in);
+  for (const auto& f : ckpt::required_files())
+    EXPECT_TRUE(c["files"][f].contains("crc32")) << f << " has no CRC in COMPLETE";
+  // One byte of replay.h5 flipped, same size: the sizes-only check passes, the CRC does not.
+  std::string bytes;
+  {
+    std::ifstream r(second + "/replay.h5", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(r), {});
+  }
+  bytes[1] ^= 0x01;
+  write(second + "/replay.h5", bytes);
+  EXPECT_EQ(ckpt::verify(second, /*deep=*/false), "");
+  EXPECT_NE(ckpt::verify(second).find("replay.h5 has CRC-32"), std::string::npos) << ckpt::verify(second);
+  const auto l = ckpt::latest(run.path);
+  EXPECT_EQ(l.dir, first);
+  ASSERT_EQ(l.skipped.size(), 1u);
+  EXPECT_NE(l.skipped[0].find(second), std::string::npos);
+  // A checkpoint sealed before replay.h5 had a CRC (size only in COMPLETE) still verifies.
+  nlohmann::json old = c;
+  old["files"]["replay.h5"].erase("crc32");
+  old["files"]["replay.h5"]["bytes"] = int64_t(bytes.size());
+  write(second + "/COMPLETE", old.dump());
+  EXPECT_EQ(ckpt::verify(second), "");
+}
+
+TEST(Checkpoint, PruneRemovesAFailedCheckpointOnceANewerOneVerifies) {
+  TempDir run;
+  const auto a = make_checkpoint(run.path, 1, "a");
+  const auto b = make_checkpoint(run.path, 2, "b");
+  ::unlink((b + "/COMPLETE").c_str());  // b failed: it never counts, and stays while it is the newest
+  ckpt::prune(run.path, 2);
+  struct stat st {};
+  EXPECT_EQ(::stat(a.c_str(), &st), 0);
+  EXPECT_EQ(::stat(b.c_str(), &st), 0);
+  const auto c = make_checkpoint(run.path, 3, "c");  // a newer one seals: the failed one goes
+  ckpt::prune(run.path, 2);
+  EXPECT_NE(::stat(b.c_str(), &st), 0);
+  EXPECT_EQ(::stat(a.c_str(), &st), 0);
+  EXPECT_EQ(::stat(c.c_str(), &st), 0);
 }
 
 TEST(Checkpoint, PruneKeepsTheNewestAndRemovesStaleTemporaries) {

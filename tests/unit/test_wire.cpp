@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <sstream>
+
+#include <boost/archive/binary_oarchive.hpp>
 
 #include "envs/builtin.h"
 #include "comm/param_channel.h"
@@ -93,6 +97,44 @@ TEST(Wire, CorruptOrMismatchedMessagesNameTheSender) {
   // Unexpected kind, and a sender that lies about who it is.
   EXPECT_NE(error_of(f, 3, {Kind::Rollout}).find("unexpected kind"), std::string::npos);
   EXPECT_NE(error_of(f, 5).find("came from rank 5"), std::string::npos);
+}
+
+// Lengths from the bytes are bounded before anything is allocated; a boolean byte must be 0 or 1;
+// the payload must start aligned. Each is an error naming the sender, never an allocation of what
+// the bytes claim.
+TEST(Wire, HostileLengthsFlagsAndOffsetsAreRefusedBeforeAllocating) {
+  // A hand-made envelope: magic, schema, kind, sender, seq, version, then a huge array count.
+  auto frame_with = [](const std::function<void(boost::archive::binary_oarchive&)>& body, uint32_t offset = 64) {
+    std::ostringstream os(std::ios::binary);
+    {
+      boost::archive::binary_oarchive ar(os, boost::archive::no_header | boost::archive::no_codecvt);
+      ar << kMagic << kSchemaVersion << uint16_t(Kind::Rollout) << int32_t(3) << uint64_t(1) << int64_t(0);
+      body(ar);
+    }
+    const std::string e = os.str();
+    std::vector<char> f(std::max<size_t>(offset, 8 + e.size()), 0);
+    const uint32_t hdr[2] = {uint32_t(e.size()), offset};
+    std::memcpy(f.data(), hdr, 8);
+    std::memcpy(f.data() + 8, e.data(), e.size());
+    return f;
+  };
+  const auto many_arrays = frame_with([](auto& ar) { ar << (uint32_t(1) << 31); });
+  auto m = error_of(many_arrays, 3);
+  EXPECT_NE(m.find("array count of 2147483648 exceeds"), std::string::npos) << m;
+  EXPECT_NE(m.find("from rank 3"), std::string::npos) << m;
+  const auto many_dims = frame_with([](auto& ar) {
+    ar << uint32_t(1) << uint32_t(1) << 'x' << uint8_t(DType::F32) << (uint32_t(1) << 31);
+  });
+  m = error_of(many_dims, 3);
+  EXPECT_NE(m.find("dimension count of 2147483648 exceeds"), std::string::npos) << m;
+  const auto long_name = frame_with([](auto& ar) { ar << uint32_t(1) << uint32_t(0xFFFFFFF0u); });
+  EXPECT_NE(error_of(long_name, 3).find("array name of 4294967280 exceeds"), std::string::npos);
+  const auto flag2 = frame_with([](auto& ar) { ar << uint32_t(0) << uint8_t(2); });
+  EXPECT_NE(error_of(flag2, 3).find("has_status is the byte 2"), std::string::npos) << error_of(flag2, 3);
+  const auto fine = frame_with([](auto& ar) { ar << uint32_t(0) << uint8_t(0); });
+  EXPECT_EQ(error_of(fine, 3), "");
+  const auto unaligned = frame_with([](auto& ar) { ar << uint32_t(0) << uint8_t(0); }, 72);
+  EXPECT_NE(error_of(unaligned, 3).find("payload offset 72 is not a multiple of 64"), std::string::npos);
 }
 
 TEST(Wire, SequenceLayoutCheckAndCopy) {

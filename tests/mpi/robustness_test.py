@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""A run keeps what it learned (issue 33): real mpirun, real ranks.
+  nan_stop            NaN injected into the loss from update 40 (MPIRL_TEST_NAN_AT_UPDATE, a test hook):
+                      learner.on_nonfinite = "stop" ends the run (exit 4, stop_reason "nonfinite"),
+                      model.pt and the final checkpoint hold finite parameters, the hook is announced
+                      in the log and listed in summary.json
+  nan_skip_limit      "skip": the NaN steps are skipped and counted; nonfinite_limit in a row stop the run
+  nan_rollback        "rollback": back to the last finite state 3 times, the learning rate halved each
+                      time, then a stop
+  best_policy         model_best.pt beside model.pt, the best 100-episode mean so far, playable by mpirl eval
+Run one: robustness_test.py --mpirl build/mpirl CASE"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_test  # noqa: E402
+from mpi_test import check, summary  # noqa: E402
+
+
+def finite_model(path):
+    import torch
+    sd = torch.jit.load(path, map_location="cpu").state_dict()
+    return len(sd) > 0 and all(bool(torch.isfinite(t).all()) for t in sd.values())
+
+
+def nan_run(args, policy, at, extra=()):
+    sets = ["run.total_env_steps=100000000", f'learner.on_nonfinite="{policy}"', "run.log_interval_s=0.5", *extra]
+    env = dict(mpi_test.ENV, MPIRL_TEST_NAN_AT_UPDATE=str(at))
+    out_dir = os.path.join(args.workdir, f"r-{os.getpid()}-{policy}")
+    cmd = mpi_test.command(args, 4, sets, out_dir)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+    out = p.stdout + p.stderr
+    sys.stdout.write(out[-3000:].replace("\r", "\n"))
+    d = os.path.join(out_dir, "run")
+    s = summary(d)
+    check(p.returncode == 4 and s["stop_reason"] == "nonfinite", f"exit 4, stop_reason nonfinite "
+          f"(exit {p.returncode}, {s['stop_reason']})")
+    nf = s["nonfinite"]
+    check(nf["policy"] == policy and nf["skipped_steps"] >= 1 and nf["first_seen_by_update"] >= at
+          and nf["parameters_finite"], f"summary.json's nonfinite: {nf}")
+    check(finite_model(os.path.join(d, "model.pt")), "model.pt holds finite parameters")
+    ckpts = sorted(glob.glob(os.path.join(d, "checkpoints", "ckpt-*")))
+    check(ckpts and os.path.exists(os.path.join(ckpts[-1], "COMPLETE")) and finite_model(os.path.join(ckpts[-1], "model.pt")),
+          f"the final checkpoint {os.path.basename(ckpts[-1]) if ckpts else None} holds finite parameters")
+    check("test hook MPIRL_TEST_NAN_AT_UPDATE=" in out and f"MPIRL_TEST_NAN_AT_UPDATE={at}" in s["test_hooks"],
+          f"the hook is announced and listed ({s['test_hooks']})")
+    check("stopping:" in out and "non-finite" in out, "the log says why it stopped")
+    return s
+
+
+def case_nan_stop(args):
+    s = nan_run(args, "stop", 40)
+    check(s["learner_updates"] >= 40 and s["nonfinite"]["skipped_steps"] <= 16,
+          f"stopped at the first check after the NaN ({s['learner_updates']} updates, "
+          f"{s['nonfinite']['skipped_steps']} skipped)")
+
+
+def case_nan_skip_limit(args):
+    s = nan_run(args, "skip", 40, ["learner.nonfinite_limit=20"])
+    nf = s["nonfinite"]
+    check(20 <= nf["in_a_row_at_end"] <= 20 + 16 and nf["rollbacks"] == 0,
+          f"went on skipping until 20 in a row ({nf['in_a_row_at_end']} at the end)")
+
+
+def case_nan_rollback(args):
+    # 256 healthy updates first: the guard keeps a snapshot every 256 finite ones.
+    s = nan_run(args, "rollback", 300, ["learner.nonfinite_limit=20"])
+    nf = s["nonfinite"]
+    check(nf["rollbacks"] == 3 and abs(nf["lr_factor"] - 0.125) < 1e-12,
+          f"3 rollbacks, learning rate x0.125 ({nf['rollbacks']}, x{nf['lr_factor']})")
+
+
+def case_best_policy(args):
+    p, dt, d = mpi_test.run(args, 4, ["run.total_env_steps=400000", "run.log_interval_s=0.25"], 300)
+    s = mpi_test.finished_run(p, d, 400000)
+    best = s["best_policy"]
+    rows = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+    full = [r["mean_return"] for r in rows if r.get("mean_return") is not None and r["episodes"] >= 100]
+    check(best is not None and best["source"].startswith("train") and min(full) - 1e-9 <= best["mean_return"]
+          <= max(full) + 1e-9, f"best policy: mean {best and best['mean_return']} within the rows' [{min(full):.1f}, "
+          f"{max(full):.1f}]")
+    path = os.path.join(d, "model_best.pt")
+    check(os.path.exists(path) and finite_model(path), "model_best.pt written, finite")
+    e = subprocess.run([args.mpirl, "eval", path, "--episodes", "2"], capture_output=True, text=True, timeout=120)
+    print(e.stdout, e.stderr)
+    check(e.returncode == 0 and "mean return" in e.stdout, "mpirl eval plays model_best.pt")
+
+
+if __name__ == "__main__":
+    mpi_test.main(globals())
