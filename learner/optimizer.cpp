@@ -50,6 +50,9 @@ void DeviceOptimizer::load(torch::serialize::InputArchive& ar) {
     if (t.sizes() != state_[i].sizes())
       throw Error(fmt::format("optimizer state ({}): tensor {} has shape {}, this model needs {}", name(), i,
                               fmt::join(t.sizes(), "x"), fmt::join(state_[i].sizes(), "x")));
+    if (t.scalar_type() != state_[i].scalar_type())
+      throw Error(fmt::format("optimizer state ({}): tensor {} is {}, this model needs {}", name(), i,
+                              c10::toString(t.scalar_type()), c10::toString(state_[i].scalar_type())));
     state_[i].copy_(t);  // in place: a captured graph keeps pointing at these tensors
   }
 }

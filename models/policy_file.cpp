@@ -71,6 +71,9 @@ void load_module(torch::nn::Module& m, torch::serialize::InputArchive& ar, const
     if (t.sizes() != p.value().sizes())
       throw Error(fmt::format("{}: parameter '{}' has shape [{}], this model's is [{}]", what, name,
                               fmt::join(t.sizes(), ", "), fmt::join(p.value().sizes(), ", ")));
+    if (t.scalar_type() != p.value().scalar_type())
+      throw Error(fmt::format("{}: parameter '{}' is {}, this model's is {} (not written by mpirl)", what, name,
+                              c10::toString(t.scalar_type()), c10::toString(p.value().scalar_type())));
     p.value().copy_(t);
   }
   for (auto& b : m.named_buffers(/*recurse=*/false)) {
@@ -86,6 +89,9 @@ void load_module(torch::nn::Module& m, torch::serialize::InputArchive& ar, const
     if (t.sizes() != b.value().sizes())
       throw Error(fmt::format("{}: '{}' has shape [{}], this model's is [{}] (model.obs_norm differs?)", what, name,
                               fmt::join(t.sizes(), ", "), fmt::join(b.value().sizes(), ", ")));
+    if (t.scalar_type() != b.value().scalar_type())
+      throw Error(fmt::format("{}: '{}' is {}, this model's is {} (not written by mpirl)", what, name,
+                              c10::toString(t.scalar_type()), c10::toString(b.value().scalar_type())));
     b.value().copy_(t);
   }
   for (auto& c : m.named_children()) {

@@ -8,6 +8,8 @@
   nan_rollback        "rollback": back to the last finite state 3 times, the learning rate halved each
                       time, then a stop
   best_policy         model_best.pt beside model.pt, the best 100-episode mean so far, playable by mpirl eval
+  concurrent_resume   --resume of a run that is still going on is refused (its replay is alive on this
+                      host), and the live run is not disturbed
 Run one: robustness_test.py --mpirl build/mpirl CASE"""
 import glob
 import json
@@ -87,6 +89,31 @@ def case_best_policy(args):
     e = subprocess.run([args.mpirl, "eval", path, "--episodes", "2"], capture_output=True, text=True, timeout=120)
     print(e.stdout, e.stderr)
     check(e.returncode == 0 and "mean return" in e.stdout, "mpirl eval plays model_best.pt")
+
+
+def case_concurrent_resume(args):
+    import signal
+    out_dir = os.path.join(args.workdir, f"r-{os.getpid()}-live")
+    cmd = mpi_test.command(args, 4, ["run.total_env_steps=1000000000", "run.checkpoint_every_updates=20",
+                                     "run.checkpoint_interval_s=0", "run.log_interval_s=0.5"], out_dir)
+    d = os.path.join(out_dir, "run")
+    proc = subprocess.Popen(cmd, env=mpi_test.ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        check(mpi_test.wait_for_rows(d, 3, 120) and mpi_test.wait_checkpoint(d, 120), "a live run with a checkpoint")
+        rows_before = sum(1 for _ in open(os.path.join(d, "metrics.jsonl")))
+        r = subprocess.run([args.mpirun, "-n", "4", "--oversubscribe", args.mpirl, "train", "--resume", d],
+                           env=mpi_test.ENV, capture_output=True, text=True, timeout=120)
+        print(r.stdout[-1500:], r.stderr[-1500:])
+        check(r.returncode == 2 and "its replay rank is running" in r.stderr,
+              f"the second --resume is refused (exit {r.returncode})")
+        rows_after = sum(1 for _ in open(os.path.join(d, "metrics.jsonl")))
+        check(rows_after >= rows_before, f"metrics.jsonl kept its {rows_before} rows ({rows_after} now)")
+        proc.send_signal(signal.SIGUSR1)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    check(proc.returncode == 75, f"the live run ended as it was asked to (exit {proc.returncode})")
 
 
 if __name__ == "__main__":
