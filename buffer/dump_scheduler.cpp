@@ -77,7 +77,9 @@ bool DumpScheduler::finish(const ReplayBuffer& rb, const DumpInfo* same_as) {
       spdlog::warn("replay dump (end of run): cannot link the checkpoint's ({}); writing it in full", e.what());
     }
   }
-  return dump(rb, "end of run");
+  const bool ok = dump(rb, "end of run");
+  status_.final_failed = !ok;
+  return ok;
 }
 
 }  // namespace mpirl::buffer

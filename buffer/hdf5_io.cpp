@@ -6,6 +6,10 @@ namespace mpirl::buffer {
 
 void quiet_hdf5() {
   static const bool once = [] {
+    // No clean-up at exit: a dump that failed on a full disk leaves a file HDF5 could not flush,
+    // and libhdf5 1.10's exit handler closes it again and crashes (SIGSEGV in H5F__close_cb): a
+    // replay that stopped cleanly then ended the job with a signal. Must precede every other call.
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();

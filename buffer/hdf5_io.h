@@ -3,7 +3,9 @@
 // themselves, attributes, and datasets of [items, ...] written and read in bounded blocks.
 #include <hdf5.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,10 +18,15 @@
 namespace mpirl::buffer {
 
 // Every HDF5 call is checked; errors name the file and the call site.
+// errno, when the failing call set it (a full disk: "No space left on device"), joins the message.
 #define MPIRL_H5(expr, what)                                                                              \
   [&] {                                                                                                   \
+    errno = 0;                                                                                            \
     auto _r = (expr);                                                                                     \
-    if (_r < 0) throw Error(fmt::format("HDF5 {} failed for '{}' ({}:{})", what, path, __FILE__, __LINE__)); \
+    if (_r < 0)                                                                                           \
+      throw Error(fmt::format("HDF5 {} failed for '{}'{} ({}:{})", what, path,                            \
+                              errno ? std::string(": ") + std::strerror(errno) : std::string(), __FILE__, \
+                              __LINE__));                                                                 \
     return _r;                                                                                            \
   }()
 
@@ -47,7 +54,9 @@ struct Handle {  // closes an HDF5 id with the right function
   void close_checked(const std::string& what, const std::string& file) {
     hid_t i = id;
     id = -1;
-    if (i >= 0 && close && close(i) < 0) throw Error(fmt::format("HDF5 {} failed for '{}'", what, file));
+    errno = 0;
+    if (i >= 0 && close && close(i) < 0)
+      throw Error(fmt::format("HDF5 {} failed for '{}'{}", what, file, errno ? std::string(": ") + std::strerror(errno) : ""));
   }
 };
 

@@ -77,7 +77,9 @@ class ReplayServer {
       }
     }
     sends_.wait_all();
-    return final_dump_ok_ ? 0 : 3;
+    // Learner 0 gives the job its exit code (3 when this final dump failed, unless a signal
+    // stopped the run: a preempted job is requeued whatever its dump did).
+    return 0;
   }
 
  private:
@@ -308,7 +310,7 @@ class ReplayServer {
   void finish_learners() {
     DumpInfo part;
     if (!final_checkpoint_.empty()) part = checkpoint(final_checkpoint_);
-    final_dump_ok_ = dumps_.finish(rb_, part.path.empty() ? nullptr : &part);
+    dumps_.finish(rb_, part.path.empty() ? nullptr : &part);
     for (int l : byes_) send_small(wire::Kind::LearnerByeAck, l, kTagLearnerReply, true);
     acked_ = true;
   }
@@ -331,7 +333,7 @@ class ReplayServer {
   const size_t reply_capacity_;
   ReplayStatus c_;  // counted here: rollouts, env steps (stored, and as the actors report them), restored
   uint64_t seq_ = 0;
-  bool stopping_ = false, acked_ = false, final_dump_ok_ = true;
+  bool stopping_ = false, acked_ = false;
   int actors_done_ = 0, next_actor_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/run_dir.h"
 
 namespace mpirl {
@@ -43,6 +44,7 @@ DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint&
                         {"max_priority", b.max_priority},
                         {"rng", b.rng}}}};
   auto info = dump_replay(rb, dir + "/replay.h5", env_id, config);
+  kill_point("replay_part");
   j["items"] = info.items;
   j["checksum_crc32"] = info.checksum;
   write_json_atomic(dir + "/replay_state.json", j);

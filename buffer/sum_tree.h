@@ -2,6 +2,7 @@
 // A sum tree over `capacity` non-negative leaf weights: O(log n) set and prefix-sum search, O(1)
 // total. Leaves sit at [P, 2P) of one flat array (P = capacity rounded up to a power of two), so
 // an update or a descent touches one cache line per level near the root.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -112,6 +112,7 @@ struct DumpStatus {
   uint32_t checksum = 0;
   double seconds = 0;
   std::string path, last_error;     // last_error: of the last failed dump ("" = none failed)
+  bool final_failed = false;        // the end-of-run dump failed (learner 0 then exits 3)
 };
 
 // The replay's part of the checkpoints (core/checkpoint.h), as the replay saw it.

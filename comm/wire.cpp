@@ -57,6 +57,7 @@ void put_status(Ar& ar, const ReplayStatus& s) {
   ar << d.dumps << d.failures << d.items << d.checksum << d.seconds;
   put_string(ar, d.path);
   put_string(ar, d.last_error);
+  ar << uint8_t(d.final_failed);
   const auto& c = s.checkpoint;
   ar << c.requests << c.completed << c.failures << c.items << c.checksum << c.seconds << uint8_t(c.last_ok);
   put_string(ar, c.dir);
@@ -76,6 +77,7 @@ void get_status(Ar& ar, ReplayStatus& s) {
   ar >> d.dumps >> d.failures >> d.items >> d.checksum >> d.seconds;
   d.path = get_string(ar, kMaxString, "the dump path");
   d.last_error = get_string(ar, kMaxString, "the dump error");
+  d.final_failed = get_bool(ar, "the dump's final_failed");
   auto& c = s.checkpoint;
   ar >> c.requests >> c.completed >> c.failures >> c.items >> c.checksum >> c.seconds;
   c.last_ok = get_bool(ar, "the checkpoint's last_ok");

@@ -16,6 +16,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/run_dir.h"
 
 namespace mpirl::ckpt {
@@ -115,6 +116,7 @@ std::string seal(const std::string& tmp_dir, int64_t version, const nlohmann::js
   }
   c["files"] = files;
   fsync_path(tmp_dir, true);
+  kill_point("seal");
   write_json_atomic(tmp_dir + "/" + kComplete, c);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();

@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
+#include <cstring>
+#include <string>
 #include <thread>
 
 #include "core/clock.h"
@@ -42,6 +45,18 @@ void test_update_delay() {
     return e ? std::atoi(e) : 0;
   }();
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+void kill_point(const char* where) {
+  static const std::string spec = [] {
+    const char* e = test_hook("MPIRL_TEST_KILL_AT");
+    return std::string(e ? e : "");
+  }();
+  static long reached = 0;
+  if (spec.empty()) return;
+  const auto colon = spec.rfind(':');
+  if (colon == std::string::npos || spec.compare(0, colon, where) != 0) return;
+  if (++reached == std::atol(spec.c_str() + colon + 1)) std::raise(SIGKILL);
 }
 
 }  // namespace mpirl

@@ -10,4 +10,10 @@ void fault_point();
 // the learner the bottleneck by a known amount whatever the machine's speed. Unset: one branch.
 void test_update_delay();
 
+// MPIRL_TEST_KILL_AT="WHERE:N": the N-th time this process reaches kill_point(WHERE) it raises
+// SIGKILL (no handler, no unwinding: as the OOM killer or a lost node would stop it). The points:
+// "seal" (learner 0, every file of a checkpoint written, COMPLETE not yet) and "replay_part" (the
+// replay, replay.h5 of its checkpoint part written, replay_state.json not yet). Unset: one branch.
+void kill_point(const char* where);
+
 }  // namespace mpirl

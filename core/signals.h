@@ -32,6 +32,9 @@ inline constexpr int kExitAborted = 143;
 // Exit code of a run stopped because its updates were not finite (learner.on_nonfinite), after its
 // final checkpoint of the last finite parameters.
 inline constexpr int kExitNonFinite = 4;
+// Exit code of a run that finished but whose end-of-run replay dump failed (the model and the
+// summary are written; the dump's error is in the log and the summary).
+inline constexpr int kExitDumpFailed = 3;
 
 enum class StopSignal { None = 0, Preempt, Interrupt, LauncherAbort };
 

@@ -295,7 +295,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   if (!lead) return 0;
   if (reason == "interrupted") return kExitInterrupted;
   if (reason == "nonfinite") return kExitNonFinite;
-  if (reason != "preempted") return 0;
+  if (reason != "preempted") return final_status.dump.final_failed ? kExitDumpFailed : 0;
   if (!checkpoints.enabled()) {
     spdlog::warn("preempted with run.checkpoint = \"never\": nothing to resume; exit 0");
     return 0;

@@ -45,7 +45,10 @@ std::vector<std::string> read_records(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("cannot open event file '{}'", path));
   const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string_view v(all);
+  return parse_records(all, path);
+}
+
+std::vector<std::string> parse_records(std::string_view v, const std::string& path) {
   std::vector<std::string> records;
   size_t at = 0;
   while (at < v.size()) {
@@ -55,7 +58,8 @@ std::vector<std::string> read_records(const std::string& path) {
     if (v.size() - at < 12) throw bad("truncated header");
     if (uint32_t(get_le(v, at + 8, 4)) != masked_crc32c(v.substr(at, 8))) throw bad("length CRC mismatch");
     const uint64_t n = get_le(v, at, 8);
-    if (v.size() - at - 12 < n + 4) throw bad("truncated data");
+    // Compared without adding to n: a length near 2^64 (its CRC forged) must not wrap around.
+    if (n > v.size() - at - 12 || v.size() - at - 12 - n < 4) throw bad("truncated data");
     const std::string_view data = v.substr(at + 12, n);
     if (uint32_t(get_le(v, at + 12 + n, 4)) != masked_crc32c(data)) throw bad("data CRC mismatch");
     records.emplace_back(data);

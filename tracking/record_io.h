@@ -20,5 +20,7 @@ std::string frame_record(std::string_view data);
 // The records of a whole file, in order. Throws mpirl::Error naming the file and the record on a
 // short read or a CRC mismatch.
 std::vector<std::string> read_records(const std::string& path);
+// The same over bytes already read (`path` names them in errors).
+std::vector<std::string> parse_records(std::string_view bytes, const std::string& path);
 
 }  // namespace mpirl::tracking

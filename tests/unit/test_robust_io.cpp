@@ -4,6 +4,8 @@
 // config.toml checked with the same types and ranges as `mpirl train`.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -54,10 +56,26 @@ TEST(RobustIo, ALiveRunOnThisHostIsRecognisedAndADeadOrRemoteOneIsNot) {
     std::ofstream(dir + "/replay.host") << h << "\n";
   };
   EXPECT_EQ(live_run_here(dir), "");  // no replay.pid
-  put(::getpid(), host);              // this test's own process: its name holds "mpirl"
-  EXPECT_NE(live_run_here(dir).find("replay.pid"), std::string::npos);
-  put(::getpid(), "another-host");    // cannot be checked from here (a lost node leaves it behind)
+  // A live process whose command line names mpirl (as a replay rank's does).
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::execlp("bash", "bash", "-c", "exec -a mpirl-test-replay sleep 60", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(child, 0);
+  auto cmdline = [&] {
+    std::ifstream c("/proc/" + std::to_string(child) + "/cmdline", std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(c)), {});
+  };
+  // Until sleep runs under its new name (bash's own command line names mpirl too, and an exec in
+  // progress reads as empty).
+  for (int i = 0; i < 5000 && cmdline().rfind("mpirl-test-replay", 0) != 0; ++i) ::usleep(1000);
+  put(child, host);
+  EXPECT_NE(live_run_here(dir).find("replay.pid"), std::string::npos) << cmdline();
+  put(child, "another-host");         // cannot be checked from here (a lost node leaves it behind)
   EXPECT_EQ(live_run_here(dir), "");
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
   put(1, host);                       // alive, but not mpirl (pid 1 is init)
   EXPECT_EQ(live_run_here(dir), "");
   put(999999999, host);               // no such process
