@@ -10,7 +10,8 @@
 # Prints the executions, their rate and the coverage libFuzzer reports.
 # Usage: bench/fuzz.sh TARGET SECONDS [RUNS]   TARGET: envelope, config, tfrecord, checkpoint, dump
 # Environment: FUZZ_BUILD_DIR (default build/hardening), FUZZ_JOBS (parallel fuzzing processes,
-# default 1), FUZZ_MERGE (default 0).
+# default 1), FUZZ_MERGE (default 0), FUZZ_SEED (default 0: a new one each run; the CTest fixes it,
+# so CI replays the same inputs every time).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target=${1:?usage: bench/fuzz.sh TARGET SECONDS [RUNS]}
@@ -39,12 +40,14 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions="$root/tests/hardening/lsan.supp":print_suppressions=0
 echo "fuzz_$target: $secs s (runs ${runs/#-1/unbounded}), $jobs process(es), corpus $corpus ($(ls "$corpus" | wc -l) files)"
 set +e
-"$build/fuzz_$target" -max_total_time="$secs" -runs="$runs" -jobs="$jobs" -workers="$jobs" \
+par=()
+((jobs > 1)) && par=(-jobs="$jobs" -workers="$jobs")  # (each worker then logs to fuzz-N.log in the working directory)
+"$build/fuzz_$target" -max_total_time="$secs" -runs="$runs" -seed="${FUZZ_SEED:-0}" "${par[@]}" \
   -malloc_limit_mb="$limit" -rss_limit_mb=2048 -max_len=65536 -timeout=10 -print_final_stats=1 -close_fd_mask=2 \
   -artifact_prefix="$regress/" "$work" "$corpus" "$regress" >"$work/log" 2>&1
 rc=$?
 set -e
-[ "$jobs" -gt 1 ] && cat fuzz-*.log >>"$work/log" 2>/dev/null && rm -f fuzz-*.log
+if ((jobs > 1)); then cat fuzz-*.log >>"$work/log" 2>/dev/null; rm -f fuzz-*.log; fi
 grep -E "^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb|cov:" "$work/log" | tail -4
 if ((rc != 0)); then
   grep -E "ERROR|SUMMARY|Test unit written|==[0-9]+==" "$work/log" | head -12

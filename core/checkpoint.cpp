@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -139,20 +140,40 @@ static bool read_small(const std::string& path, std::string* text) {
   return n == 0;
 }
 
+// An integer field of COMPLETE within [lo, hi]; false when it is missing, not an integer (a float
+// out of range would convert with undefined behaviour) or outside.
+static bool int_field(const nlohmann::json& o, const char* key, int64_t lo, int64_t hi, int64_t* out) {
+  const auto it = o.find(key);
+  if (it == o.end() || !it->is_number_integer()) return false;
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX)) return false;
+  const int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
 std::string verify(const std::string& dir, bool deep) {
   std::string text;
   if (!read_small(dir + "/" + kComplete, &text)) return fmt::format("no {} marker (a partial checkpoint)", kComplete);
   try {
     const nlohmann::json c = nlohmann::json::parse(text);
-    if (!c.is_object() || c.value("format", 0) != kFormat || !c.contains("files") || !c["files"].is_object())
+    int64_t format = 0;
+    if (!c.is_object() || !int_field(c, "format", 0, INT64_MAX, &format) || format != kFormat || !c.contains("files") ||
+        !c["files"].is_object())
       return fmt::format("{} has an unknown format", kComplete);
+    for (const char* k : {"version", "env_steps"})
+      if (int64_t v = 0; c.contains(k) && !int_field(c, k, 0, INT64_MAX, &v))
+        return fmt::format("{} has a malformed {}", kComplete, k);
     for (const auto& name : required_files())
       if (!c["files"].contains(name) || !c["files"][name].is_object())
         return fmt::format("{} does not list {}", kComplete, name);
     for (const auto& [name, f] : c["files"].items()) {
       if (!f.is_object() || name.find('/') != std::string::npos || name == "." || name == "..")
         return fmt::format("{} lists '{}' malformed", kComplete, name);
-      const int64_t want_bytes = f.value("bytes", int64_t(-1));
+      int64_t want_bytes = 0, want_crc = 0;
+      if (!int_field(f, "bytes", 0, INT64_MAX, &want_bytes) ||
+          (f.contains("crc32") && !int_field(f, "crc32", 0, UINT32_MAX, &want_crc)))
+        return fmt::format("{} lists '{}' with a malformed size or CRC-32", kComplete, name);
       const std::string path = dir + "/" + name;
       // Checkpoints sealed before every file had a CRC list replay.h5 by its size (the dump
       // carries its own CRC of the items, checked when restored).
@@ -170,9 +191,9 @@ std::string verify(const std::string& dir, bool deep) {
         return e.what();
       }
       if (got.first != want_bytes) return fmt::format("{} has {} bytes, {} says {}", name, got.first, kComplete, want_bytes);
-      if (got.second != f.value("crc32", uint32_t(0)))
+      if (got.second != uint32_t(want_crc))
         return fmt::format("{} has CRC-32 {:08x}, {} says {:08x} (corrupt)", name, got.second, kComplete,
-                           f.value("crc32", uint32_t(0)));
+                           uint32_t(want_crc));
     }
   } catch (const nlohmann::json::exception& e) {
     return fmt::format("{} is malformed: {}", kComplete, e.what());

@@ -27,7 +27,11 @@ std::string self_exe() {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) throw Error(fmt::format("evaluation: cannot find the mpirl binary (/proc/self/exe): {}", std::strerror(errno)));
-  return std::string(buf, size_t(n));
+  std::string path(buf, size_t(n));
+  const std::string deleted = " (deleted)";  // replaced on disk since it started
+  if (path.size() > deleted.size() && path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
+    path.resize(path.size() - deleted.size());
+  return path;
 }
 
 }  // namespace
@@ -101,7 +105,10 @@ void Evaluator::start(models::Policy& policy, const envs::EnvSpec& spec) {
   std::vector<char*> envp;
   for (auto& v : env_s) envp.push_back(v.data());
   envp.push_back(nullptr);
-  const int rc = ::posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
+  // The running binary itself, through /proc/self/exe: a rebuild or reinstall of mpirl during a
+  // long run (its path then reads "... (deleted)") must not end its evaluations. argv[0] stays
+  // the path, for ps.
+  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {

@@ -35,6 +35,6 @@ echo "== the emulated CUDA scan kernel under TSan"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_emulated_scan" --gtest_brief=1
 for t in envelope config tfrecord checkpoint dump; do
   echo "== fuzz_$t: the seed corpus and the regression inputs, then $runs more inputs"
-  FUZZ_BUILD_DIR="$build" "$root/bench/fuzz.sh" "$t" 600 "$runs"
+  FUZZ_BUILD_DIR="$build" FUZZ_SEED=1 "$root/bench/fuzz.sh" "$t" 600 "$runs"
 done
 echo "hardening: every sanitizer run and fuzz target passed"

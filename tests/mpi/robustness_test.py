@@ -10,8 +10,11 @@
   best_policy         model_best.pt beside model.pt, the best 100-episode mean so far, playable by mpirl eval
   concurrent_resume   --resume of a run that is still going on is refused (its replay is alive on this
                       host), and the live run is not disturbed
+  eval_after_rebuild  evaluations during training go on after the mpirl binary is replaced on disk
+                      (a rebuild or reinstall during a long run)
 Run one: robustness_test.py --mpirl build/mpirl CASE"""
 import glob
+import signal
 import json
 import os
 import subprocess
@@ -114,6 +117,41 @@ def case_concurrent_resume(args):
         if proc.poll() is None:
             proc.kill()
     check(proc.returncode == 75, f"the live run ended as it was asked to (exit {proc.returncode})")
+
+
+def case_eval_after_rebuild(args):
+    import shutil
+    import time
+    out_dir = os.path.join(args.workdir, f"r-{os.getpid()}-rebuild")
+    os.makedirs(out_dir, exist_ok=True)
+    exe = os.path.join(out_dir, "mpirl")
+    shutil.copy2(args.mpirl, exe)
+    a = type(args)(**{**vars(args), "mpirl": exe})
+    cmd = mpi_test.command(a, 3, ["run.total_env_steps=1000000000", "eval.interval_s=0.5", "eval.episodes=1",
+                                  "run.log_interval_s=0.5"], out_dir)
+    d = os.path.join(out_dir, "run")
+    results = lambda: sum(1 for _ in open(os.path.join(d, "eval.jsonl"))) if os.path.exists(  # noqa: E731
+        os.path.join(d, "eval.jsonl")) else 0
+    proc = subprocess.Popen(cmd, env=mpi_test.ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        t0 = time.time()
+        while results() < 1 and time.time() - t0 < 180:
+            time.sleep(0.2)
+        check(results() >= 1, "a first evaluation")
+        os.remove(exe)  # as a rebuild replaces it: the running ranks' binary is now "(deleted)"
+        shutil.copy2(args.mpirl, exe + ".new")
+        os.rename(exe + ".new", exe)
+        n = results()
+        while results() < n + 2 and time.time() - t0 < 300:
+            time.sleep(0.2)
+        check(results() >= n + 2, f"two more evaluations after the binary was replaced ({results() - n})")
+        proc.send_signal(signal.SIGUSR1)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    check("cannot start" not in out, "no evaluation failed to start")
+    check(proc.returncode == 75, f"stopped as asked (exit {proc.returncode})")
 
 
 if __name__ == "__main__":
