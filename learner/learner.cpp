@@ -62,6 +62,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
 
   BatchSource source(cfg, comms, layout, spec, device);
   RunController run(cfg, comms, lead ? start.run_dir : "");
+  run.set_best_source(&policy, &spec);
   {
     nlohmann::json fields = {{"hosts", comms.num_hosts()}, {"ranks", ranks}, {"segment", start.segment},
                              {"scan_backend", kernels::scan_backend_name(kernels::scan_backend())},
@@ -215,7 +216,6 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
       source.progress();
       run.poll_inference(version);
       run.maybe_log();
-      run.maybe_save_best(policy, spec);
       for (const auto& row : evaluator.poll(policy, spec, version, run.status().env_steps, run.elapsed()))
         run.on_eval(row);
       if (evaluator.enabled()) run.set_best(evaluator.best());

@@ -212,6 +212,7 @@ void RunController::log(bool final) {
   auto j = snapshot();
   last_log_ = now_seconds();
   write_row(j, "train/");
+  check_best();
   // The recent-returns window (the episodes behind mean_return) as a histogram.
   tensorboard([&](auto& tb) {
     tb.write_histogram("train/episode_return", {returns_.q.begin(), returns_.q.end()}, status_.env_steps);
@@ -266,16 +267,13 @@ void RunController::save_model(models::Policy& policy, const envs::EnvSpec& spec
   }
 }
 
-void RunController::maybe_save_best(models::Policy& policy, const envs::EnvSpec& spec) {
-  if (!lead_ || cfg_.eval.interval_s > 0 || returns_.q.size() < returns_.n) return;
-  const double now = now_seconds();
-  if (now - best_checked_ < cfg_.run.log_interval_s) return;
-  best_checked_ = now;
+void RunController::check_best() {
+  if (!lead_ || !best_policy_ || cfg_.eval.interval_s > 0 || returns_.q.size() < returns_.n) return;
   const double mean = returns_.mean();
   if (!best_.is_null() && mean <= best_.value("mean_return", -1e300)) return;
-  if (!models::all_finite(policy)) return;
+  if (!models::all_finite(*best_policy_)) return;
   try {
-    models::save_policy(run_dir_, policy, spec, models::model_options(cfg_), "model_best.pt");
+    models::save_policy(run_dir_, *best_policy_, *best_spec_, models::model_options(cfg_), "model_best.pt");
     best_ = {{"mean_return", mean}, {"update", counts_.updates}, {"env_steps", status_.env_steps},
              {"source", "train (the last 100 episodes)"}, {"file", run_dir_ + "/model_best.pt"}};
   } catch (const std::exception& e) {

@@ -96,10 +96,14 @@ class RunController {
   // Learner 0, at the end: model.pt, then summary.json (written again with final=true once the
   // replay has said goodbye). Both are atomic. Never from parameters that are not finite.
   void save_model(models::Policy& policy, const envs::EnvSpec& spec);
-  // Learner 0, at the metrics cadence, without evaluation during training: model_best.pt (beside
-  // model.pt) whenever the mean return of the last 100 episodes beats the best so far. With
-  // evaluation the evaluator keeps it instead (learner/evaluator.h). A failure is logged, never fatal.
-  void maybe_save_best(models::Policy& policy, const envs::EnvSpec& spec);
+  // Learner 0, without evaluation during training: model_best.pt (beside model.pt) from this policy
+  // whenever a metrics row's mean return of the last 100 episodes beats the best so far, so the best
+  // is exactly the best such row's. With evaluation the evaluator keeps it instead
+  // (learner/evaluator.h). A failure is logged, never fatal.
+  void set_best_source(models::Policy* policy, const envs::EnvSpec* spec) {
+    best_policy_ = policy;
+    best_spec_ = spec;
+  }
   // The best policy kept so far (null: none), for summary.json; the evaluator reports its own here.
   void set_best(nlohmann::json best) { best_ = std::move(best); }
   void write_summary(const std::string& reason, const nlohmann::json& extra, bool final);
@@ -151,7 +155,9 @@ class RunController {
   InferenceMonitor* inference_ = nullptr;
   nlohmann::json best_;  // the best policy kept (model_best.pt): mean, update, env steps, source
   int64_t metrics_failed_ = 0;  // metrics rows lost in a row (a full disk)
-  double best_checked_ = 0;
+  models::Policy* best_policy_ = nullptr;
+  const envs::EnvSpec* best_spec_ = nullptr;
+  void check_best();  // after each metrics row
 };
 
 }  // namespace mpirl::learner
