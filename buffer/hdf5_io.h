@@ -17,15 +17,16 @@
 
 namespace mpirl::buffer {
 
-// Every HDF5 call is checked; errors name the file and the call site.
-// errno, when the failing call set it (a full disk: "No space left on device"), joins the message.
+// ": <strerror(errno)>" when the failing call set errno (a full disk: "No space left on device").
+inline std::string errno_suffix() { return errno ? std::string(": ") + std::strerror(errno) : std::string(); }
+
+// Every HDF5 call is checked; errors name the file, errno's text when set, and the call site.
 #define MPIRL_H5(expr, what)                                                                              \
   [&] {                                                                                                   \
     errno = 0;                                                                                            \
     auto _r = (expr);                                                                                     \
     if (_r < 0)                                                                                           \
-      throw Error(fmt::format("HDF5 {} failed for '{}'{} ({}:{})", what, path,                            \
-                              errno ? std::string(": ") + std::strerror(errno) : std::string(), __FILE__, \
+      throw Error(fmt::format("HDF5 {} failed for '{}'{} ({}:{})", what, path, errno_suffix(), __FILE__,  \
                               __LINE__));                                                                 \
     return _r;                                                                                            \
   }()
@@ -56,7 +57,7 @@ struct Handle {  // closes an HDF5 id with the right function
     id = -1;
     errno = 0;
     if (i >= 0 && close && close(i) < 0)
-      throw Error(fmt::format("HDF5 {} failed for '{}'{}", what, file, errno ? std::string(": ") + std::strerror(errno) : ""));
+      throw Error(fmt::format("HDF5 {} failed for '{}'{}", what, file, errno_suffix()));
   }
 };
 
