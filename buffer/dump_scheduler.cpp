@@ -29,36 +29,41 @@ DumpScheduler::DumpScheduler(const Config& cfg, const std::string& run_dir)
   sigaction(SIGUSR2, &sa, nullptr);
 }
 
-bool DumpScheduler::dump(const ReplayBuffer& rb, const char* why) {
-  last_ = now_seconds();
+DumpScheduler::Outcome DumpScheduler::write(const DumpSnapshot& snap, const DumpOptions& opts) const {
+  Outcome o;
   try {
-    auto info = dump_replay(rb, path_, cfg_.env.id, cfg_.resolved_toml);
-    ++status_.dumps;
-    status_.items = info.items;
-    status_.checksum = info.checksum;
-    status_.seconds = info.seconds;
-    spdlog::info("replay dump ({}): {} items, CRC-32 {:08x}, {:.2f} s -> {}", why, info.items, info.checksum,
-                 info.seconds, info.path);
-    return true;
+    o.info = dump_replay(snap, path_, cfg_.env.id, cfg_.resolved_toml, opts);
+    o.ok = true;
   } catch (const std::exception& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+void DumpScheduler::record(const Outcome& o, const char* why) {
+  last_ = now_seconds();
+  if (o.ok) {
+    ++status_.dumps;
+    status_.items = o.info.items;
+    status_.checksum = o.info.checksum;
+    status_.seconds = o.info.seconds;
+    spdlog::info("replay dump ({}): {} items, CRC-32 {:08x}, {:.2f} s -> {}", why, o.info.items, o.info.checksum,
+                 o.info.seconds, o.info.path);
+  } else {
     ++status_.failures;
-    status_.last_error = cut(e.what());
-    spdlog::error("replay dump ({}) failed, the run goes on: {}", why, e.what());
-    return false;
+    status_.last_error = cut(o.error);
+    spdlog::error("replay dump ({}) failed, the run goes on: {}", why, o.error);
   }
 }
 
-bool DumpScheduler::poll(const ReplayBuffer& rb, bool stopping) {
-  if (cfg_.replay.dump == "never") return false;
-  if (g_dump_requested.exchange(false)) {
-    dump(rb, "SIGUSR2");
-    return true;
-  }
-  if (cfg_.replay.dump_interval_s > 0 && !stopping && now_seconds() - last_ >= cfg_.replay.dump_interval_s) {
-    dump(rb, "interval");
-    return true;
-  }
-  return false;
+const char* DumpScheduler::due(bool stopping) {
+  if (cfg_.replay.dump == "never") return nullptr;
+  const char* why = nullptr;
+  if (g_dump_requested.exchange(false)) why = "SIGUSR2";
+  else if (cfg_.replay.dump_interval_s > 0 && !stopping && now_seconds() - last_ >= cfg_.replay.dump_interval_s)
+    why = "interval";
+  if (why) last_ = now_seconds();
+  return why;
 }
 
 bool DumpScheduler::finish(const ReplayBuffer& rb, const DumpInfo* same_as) {
@@ -77,9 +82,11 @@ bool DumpScheduler::finish(const ReplayBuffer& rb, const DumpInfo* same_as) {
       spdlog::warn("replay dump (end of run): cannot link the checkpoint's ({}); writing it in full", e.what());
     }
   }
-  const bool ok = dump(rb, "end of run");
-  status_.final_failed = !ok;
-  return ok;
+  last_ = now_seconds();
+  const Outcome o = write(DumpSnapshot::of(rb), {});
+  record(o, "end of run");
+  status_.final_failed = !o.ok;
+  return o.ok;
 }
 
 }  // namespace mpirl::buffer

@@ -12,11 +12,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <thread>
 
 #include <fmt/ranges.h>
 
-#include "core/test_hooks.h"
 #include "core/error.h"
 #include "core/run_dir.h"
 
@@ -44,23 +42,33 @@ void remove_stale_temporaries(const std::string& path, const std::string& keep) 
   for (auto& name : stale) ::unlink((fs::path(dir) / name).c_str());
 }
 
-void test_delay() {
-  static const int ms = [] {
-    const char* e = test_hook("MPIRL_TEST_DUMP_DELAY_MS");
-    return e ? std::atoi(e) : 0;
-  }();
-  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
 }  // namespace
 
 uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
   return uint32_t(::crc32_z(crc, static_cast<const Bytef*>(data), z_size_t(n)));
 }
 
+DumpSnapshot DumpSnapshot::of(const ReplayBuffer& rb) {
+  DumpSnapshot s;
+  s.rb = &rb;
+  s.slots = rb.slots_in_order();
+  s.meta.reserve(s.slots.size());
+  for (int64_t slot : s.slots) s.meta.push_back(rb.meta(slot));
+  s.counters = rb.counters();
+  s.next_seq = rb.next_insert_seq();
+  s.max_priority = rb.max_priority();
+  return s;
+}
+
 DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std::string& env_id, const std::string& config,
                      const DumpOptions& opts) {
+  return dump_replay(DumpSnapshot::of(rb), path, env_id, config, opts);
+}
+
+DumpInfo dump_replay(const DumpSnapshot& snap, const std::string& path, const std::string& env_id,
+                     const std::string& config, const DumpOptions& opts) {
   quiet_hdf5();
+  const ReplayBuffer& rb = *snap.rb;
   auto t0 = std::chrono::steady_clock::now();
   const auto& layout = rb.layout();
   const auto parent = fs::path(path).parent_path();
@@ -71,7 +79,7 @@ DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std:
     if (ec) throw Error(fmt::format("cannot create the directory of replay dump '{}': {}", path, ec.message()));
   }
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  const auto slots = rb.slots_in_order();
+  const auto& slots = snap.slots;
   const int64_t n = int64_t(slots.size());
   uint32_t crc = uint32_t(::crc32(0L, Z_NULL, 0));
   int64_t bytes = 0;
@@ -89,13 +97,13 @@ DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std:
     attr_str(f, "config", config, path);
     attr_f64(f, "created_unix",
              std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(), path);
-    const auto& c = rb.counters();
+    const auto& c = snap.counters;
     for (auto [k, v] : std::vector<std::pair<const char*, int64_t>>{
              {"inserted", c.inserted}, {"evicted", c.evicted}, {"consumed", c.consumed}, {"sampled", c.sampled},
              {"batches", c.batches}, {"priority_updates", c.priority_updates},
-             {"stale_priority_updates", c.stale_priority_updates}, {"next_insert_seq", rb.next_insert_seq()}})
+             {"stale_priority_updates", c.stale_priority_updates}, {"next_insert_seq", snap.next_seq}})
       attr_i64(f, k, v, path);
-    attr_f64(f, "max_priority", rb.max_priority(), path);
+    attr_f64(f, "max_priority", snap.max_priority, path);
     std::string names;
     for (auto& fl : layout.fields()) names += std::string(fl.name) + ",";
     names += "priority,times_sampled,insert_seq";
@@ -109,18 +117,20 @@ DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std:
           [&](int64_t k0, int64_t rows, char* dst) {
             for (int64_t k = 0; k < rows; ++k)
               std::memcpy(dst + size_t(k) * fl.bytes, rb.item_field(slots[size_t(k0 + k)], fi), fl.bytes);
+            if (opts.on_block) opts.on_block();
           },
           crc, bytes, path);
-      test_delay();
+      test_io_delay();
     }
     auto meta_column = [&](const char* name, wire::DType d, auto get) {
       write_column(
           g, name, d, n, {}, opts.io_bytes,
           [&](int64_t k0, int64_t rows, char* dst) {
             for (int64_t k = 0; k < rows; ++k) {
-              auto v = get(rb.meta(slots[size_t(k0 + k)]));
+              auto v = get(snap.meta[size_t(k0 + k)]);
               std::memcpy(dst + size_t(k) * sizeof(v), &v, sizeof(v));
             }
+            if (opts.on_block) opts.on_block();
           },
           crc, bytes, path);
     };

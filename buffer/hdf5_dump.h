@@ -74,11 +74,30 @@ struct DumpOptions {
   // Test seam: called with the temporary's path once every dataset and attribute is written,
   // before anything is closed; an exception thrown here fails the dump like an I/O error.
   std::function<void(const std::string& tmp_path)> on_data_written;
+  // Called after each block of items is written or read: progress, for a caller that watches a
+  // dump or restore running on another thread (buffer/io_job.h).
+  std::function<void()> on_block;
+};
+
+// What a dump writes, taken from a buffer at one instant: the bookkeeping is copied, the items
+// are read in place. A dump of a snapshot may run on another thread while the buffer's owner
+// samples from it and updates priorities (neither writes an item's storage), but the owner must
+// not insert until the dump is done: an insert may overwrite the storage of an item it writes.
+struct DumpSnapshot {
+  const ReplayBuffer* rb = nullptr;  // layout, capacity, selector and the items' storage
+  std::vector<int64_t> slots;        // in insertion order
+  std::vector<ItemMeta> meta;        // per entry of `slots`
+  ReplayCounters counters;
+  int64_t next_seq = 0;
+  double max_priority = 1;
+  static DumpSnapshot of(const ReplayBuffer& rb);
 };
 
 // Writes the buffer atomically to `path`. `config` and `env_id` go into the attributes. Throws
 // mpirl::Error naming the file on any failure (the temporary is removed, PATH left as it was).
 DumpInfo dump_replay(const ReplayBuffer& rb, const std::string& path, const std::string& env_id,
+                     const std::string& config, const DumpOptions& opts = {});
+DumpInfo dump_replay(const DumpSnapshot& snap, const std::string& path, const std::string& env_id,
                      const std::string& config, const DumpOptions& opts = {});
 
 // Publishes a complete dump `src` (described by `src_info`) under `path` as well, by a hard link

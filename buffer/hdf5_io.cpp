@@ -1,6 +1,11 @@
 #include "buffer/hdf5_io.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "core/test_hooks.h"
 
 namespace mpirl::buffer {
 
@@ -10,10 +15,20 @@ void quiet_hdf5() {
     // and libhdf5 1.10's exit handler closes it again and crashes (SIGSEGV in H5F__close_cb): a
     // replay that stopped cleanly then ended the job with a signal. Must precede every other call.
     H5dont_atexit();
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();
   (void)once;
+  // Every call, not once: a thread-safe libhdf5 keeps this per thread, and dumps run on the
+  // replay's I/O thread (buffer/io_job.h).
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+void test_io_delay() {
+  static const int ms = [] {
+    const char* e = test_hook("MPIRL_TEST_DUMP_DELAY_MS");
+    return e ? std::atoi(e) : 0;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 hid_t mem_type(wire::DType d) {

@@ -62,6 +62,9 @@ struct Handle {  // closes an HDF5 id with the right function
 };
 
 void quiet_hdf5();
+// Test hook MPIRL_TEST_DUMP_DELAY_MS: a slow disk. Sleeps that long after each dataset a dump
+// writes or a restore's first pass reads (0 = no delay).
+void test_io_delay();
 hid_t mem_type(wire::DType d);
 hid_t file_type(wire::DType d);
 bool dtype_of(hid_t t, wire::DType* out);

@@ -202,6 +202,7 @@ DumpHeader restore_replay(ReplayBuffer& rb, const std::string& path, const std::
     for (int64_t k0 = 0; k0 < n; k0 += block) {
       const int64_t rows = std::min(block, n - k0);
       read_rows(c.ds, c.dtype, k0, rows, c.shape, buf.data(), c.name, path);
+      if (opts.on_block) opts.on_block();
       crc = crc32_update(crc, buf.data(), size_t(rows) * c.item_bytes);
       if (i < nf) continue;
       // The bookkeeping must be what a buffer can hold: priorities finite and >= 0, counts >= 0,
@@ -218,6 +219,7 @@ DumpHeader restore_replay(ReplayBuffer& rb, const std::string& path, const std::
         if (i == nf + 2) last_seq = x;
       }
     }
+    test_io_delay();
   }
   if (crc != h.checksum)
     throw Error(fmt::format("replay dump '{}' is corrupt: its data gives CRC-32 {:08x}, the file says {:08x}", path, crc,
@@ -241,6 +243,7 @@ DumpHeader restore_replay(ReplayBuffer& rb, const std::string& path, const std::
     read_rows(cols[nf].ds, cols[nf].dtype, k0, rows, {}, prio.data(), cols[nf].name, path);
     read_rows(cols[nf + 1].ds, cols[nf + 1].dtype, k0, rows, {}, times.data(), cols[nf + 1].name, path);
     read_rows(cols[nf + 2].ds, cols[nf + 2].dtype, k0, rows, {}, seqs.data(), cols[nf + 2].name, path);
+    if (opts.on_block) opts.on_block();
     for (int64_t k = 0; k < rows; ++k) {
       ItemMeta m;
       m.priority = prio[size_t(k)];

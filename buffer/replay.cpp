@@ -7,21 +7,13 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
-#include "buffer/dump_scheduler.h"
 #include "buffer/messages.h"
-#include "buffer/pending_episodes.h"
-#include "buffer/hdf5_dump.h"
-#include "buffer/replay_buffer.h"
-#include "buffer/replay_checkpoint.h"
 #include "buffer/replay_config.h"
-#include "buffer/stall_watch.h"
-#include "comm/protocol.h"
-#include "comm/seq_layout.h"
-#include "comm/transport.h"
-#include "comm/wire.h"
+#include "buffer/replay_server.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault.h"
@@ -30,320 +22,300 @@
 #include "models/policy.h"
 
 namespace mpirl::buffer {
-namespace {
 
-class ReplayServer {
- public:
-  ReplayServer(const Config& cfg, const Comms& comms, const RunStart& start)
-      : pid_file_(start.run_dir), cfg_(cfg), comms_(comms), spec_(envs::env_spec(cfg)),
-        layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)), rb_(layout_, server_options(cfg, layout_)),
-        dumps_(cfg, start.run_dir), stalls_(comms, cfg.run.stall_timeout_s),
-        reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
-    c_.sampled_by_learner.assign(size_t(comms.layout.learners), 0);
-    if (!start.resume_from.empty()) {
-      auto st = resume_from_checkpoint(rb_, start, cfg.env.id);
-      c_ = st.status;
-      c_.sampled_by_learner.resize(size_t(comms.layout.learners), 0);
-      episodes_.assign(st.returns, st.lengths);
-    } else if (!cfg.replay.restore.empty()) {
-      auto h = restore_replay(rb_, cfg.replay.restore, cfg.env.id);
-      c_.restored = h.items;
-      c_.restored_seq_end = rb_.next_insert_seq();
-      spdlog::info("replay: restored {} items from '{}'", h.items, cfg.replay.restore);
-    }
-  }
+ReplayServer::ReplayServer(const Config& cfg, const Comms& comms, const RunStart& start)
+    : pid_file_(start.run_dir), cfg_(cfg), comms_(comms), start_(start), spec_(envs::env_spec(cfg)),
+      layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)), rb_(layout_, server_options(cfg, layout_)),
+      dumps_(cfg, start.run_dir), stalls_(comms, cfg.run.stall_timeout_s),
+      reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
+  c_.sampled_by_learner.assign(size_t(comms.layout.learners), 0);
+}
 
-  int run() {
-    const int L = comms_.layout.learners, A = comms_.layout.actors();
-    Backoff backoff, receiving(20);
-    while (!(actors_done_ == A && byes_.size() == size_t(L) && acked_ && rx_.src < 0)) {
-      fault_point();
-      bool progress = false;
+int ReplayServer::run() {
+  const int L = comms_.layout.learners, A = comms_.layout.actors();
+  Backoff backoff, receiving(20);
+  if (!start_.resume_from.empty() || !cfg_.replay.restore.empty()) start_restore();
+  while (!(actors_done_ == A && byes_.size() == size_t(L) && acked_ && rx_.src < 0)) {
+    fault_point();
+    bool progress = false;
+    if (io_.running()) progress |= poll_job();
+    if (!restoring()) {
+      if (!dump_why_ && !io_.running()) dump_why_ = dumps_.due(stopping_);
       progress |= handle_learners();
       progress |= handle_actors();
       progress |= serve();
-      progress |= dumps_.poll(rb_, stopping_);
+      progress |= start_due_work();
       stalls_.check();
-      // The goodbyes carry the final counters: only once every actor has said it is done too.
-      if (!acked_ && byes_.size() == size_t(L) && actors_done_ == A) finish_learners();
-      sends_.progress();
-      if (progress) {
-        backoff.reset();
-        receiving.reset();
-      } else if (rx_.src >= 0) {
-        receiving.idle();  // a rollout is arriving: it moves only while this rank calls MPI
-      } else {
-        backoff.idle();
-      }
+      // The goodbyes carry the final counters: only once every actor has said it is done too,
+      // and no file work is running or waiting.
+      if (!acked_ && byes_.size() == size_t(L) && actors_done_ == A && !io_.running() && !work_pending())
+        finish_learners();
     }
-    sends_.wait_all();
-    // Learner 0 gives the job its exit code (3 when this final dump failed, unless a signal
-    // stopped the run: a preempted job is requeued whatever its dump did).
-    return 0;
+    sends_.progress();
+    if (progress) {
+      backoff.reset();
+      receiving.reset();
+    } else if (rx_.src >= 0) {
+      receiving.idle();  // a rollout is arriving: it moves only while this rank calls MPI
+    } else {
+      backoff.idle();
+    }
   }
+  sends_.wait_all();
+  // Learner 0 gives the job its exit code (3 when this final dump failed, unless a signal
+  // stopped the run: a preempted job is requeued whatever its dump did).
+  return 0;
+}
 
- private:
-  ReplayPidFile pid_file_;  // replay.pid and replay.host while this rank runs
-  // The replay's own counters (c_) and the buffer's, as the learners receive them.
-  ReplayStatus status() const {
-    const auto& r = rb_.counters();
-    ReplayStatus s = c_;
-    s.inserted = r.inserted;
-    s.evicted = r.evicted;
-    s.consumed = r.consumed;
-    s.fill = rb_.size();
-    s.capacity = rb_.capacity();
-    s.sampled = r.sampled;
-    s.batches = r.batches;
-    s.priority_updates = r.priority_updates;
-    s.stale_priority_updates = r.stale_priority_updates;
-    s.max_priority = rb_.max_priority();
-    s.dump = dumps_.status();
-    return s;
+// The replay's own counters (c_) and the buffer's, as the learners receive them.
+ReplayStatus ReplayServer::status() const {
+  const auto& r = rb_.counters();
+  ReplayStatus s = c_;
+  s.inserted = r.inserted;
+  s.evicted = r.evicted;
+  s.consumed = r.consumed;
+  s.fill = rb_.size();
+  s.capacity = rb_.capacity();
+  s.sampled = r.sampled;
+  s.batches = r.batches;
+  s.priority_updates = r.priority_updates;
+  s.stale_priority_updates = r.stale_priority_updates;
+  s.max_priority = rb_.max_priority();
+  s.dump = dumps_.status();
+  return s;
+}
+
+void ReplayServer::send_small(wire::Kind kind, int dest, int tag, bool with_status) {
+  wire::Envelope env;
+  env.kind = kind;
+  env.sender = comms_.rank;
+  env.seq = seq_++;
+  env.has_status = with_status;
+  if (with_status) env.status = status();
+  auto& buf = sends_.acquire();
+  buf = wire::build_frame(env, nullptr, 0);
+  sends_.send(buf, buf.size(), dest, tag, comms_.world);
+}
+
+void ReplayServer::send_status(wire::Kind kind, int dest, int tag, const ReplayStatus& s) {
+  wire::Envelope env;
+  env.kind = kind;
+  env.sender = comms_.rank;
+  env.seq = seq_++;
+  env.has_status = true;
+  env.status = s;
+  auto& buf = sends_.acquire();
+  buf = wire::build_frame(env, nullptr, 0);
+  sends_.send(buf, buf.size(), dest, tag, comms_.world);
+}
+
+bool ReplayServer::handle_learners() {
+  bool any = false;
+  size_t n = 0;
+  int src;
+  while ((src = try_recv(comms_.world, MPI_ANY_SOURCE, kTagLearnerReq, rbuf_, &n)) >= 0) {
+    any = true;
+    auto msg = wire::decode(rbuf_.data(), n, src,
+                            {wire::Kind::SampleRequest, wire::Kind::LearnerBye, wire::Kind::PriorityUpdate,
+                             wire::Kind::CheckpointRequest});
+    if (comms_.layout.role_of(src) != Role::Learner)
+      throw Error(fmt::format("replay: {} from rank {}, which is not a learner", wire::kind_name(msg.env.kind), src));
+    switch (msg.env.kind) {
+      case wire::Kind::SampleRequest:
+        if (!stopping_) pending_.push_back(src);
+        break;
+      case wire::Kind::PriorityUpdate: {
+        auto u = read_priority_update(msg, src);
+        rb_.update_priorities(u.slots, u.generations, u.priorities, u.n);
+        break;
+      }
+      case wire::Kind::CheckpointRequest:
+        checkpoint_request(msg, src);
+        // Nothing after it until the snapshot is taken: the part is the state the request saw.
+        if (!ckpt_.dir.empty()) return true;
+        break;
+      default:  // LearnerBye: acknowledged once every learner has left and the final dump is done
+        byes_.push_back(src);
+        stopping_ = true;
+        std::erase(pending_, src);
+    }
   }
+  return any;
+}
 
-  void send_small(wire::Kind kind, int dest, int tag, bool with_status) {
+void ReplayServer::checkpoint_request(const wire::Message& msg, int src) {
+  auto r = read_checkpoint_request(msg, src);
+  if (r.final) return void(final_checkpoint_ = r.dir);  // written after the last ActorDone (finish_learners)
+  if (!ckpt_.dir.empty())
+    throw Error(fmt::format("replay: a checkpoint request from rank {} for '{}' while the one for '{}' is not done",
+                            src, r.dir, ckpt_.dir));
+  ckpt_.dir = r.dir;
+  ckpt_.src = src;
+}
+
+// A rollout goes straight into a reserved replay chunk (no copy); anything else into discard_.
+// The receive never blocks (MPI_Improbe + MPI_Imrecv, one rollout in flight): a transport without
+// single-copy moves a large rollout in fragments during the sender's MPI calls, and an actor
+// stepping its envs makes none for milliseconds; meanwhile the learners are served.
+bool ReplayServer::handle_actors() {
+  bool any = false;
+  // Into the buffer only while no file work runs or waits to start (it reads the items in
+  // place); after the stop rollouts go to discard_, which no job reads.
+  const bool into_buffer = !io_.running() && !work_pending();
+  const int A = comms_.layout.actors();
+  for (;;) {
+    if (rx_.src >= 0) {
+      // Tested back to back for up to kReceiveSpinS: a transport without single-copy moves the
+      // rollout only while both ranks call MPI, and the actor that sent it usually is (it waits
+      // for its actions, or for a send credit). Past that the actor is stepping its envs: serve
+      // the learners meanwhile and test again on the next pass.
+      constexpr double kReceiveSpinS = 2e-3;
+      int done = 0;
+      for (const double t0 = now_seconds(); !done && now_seconds() - t0 < kReceiveSpinS;)
+        MPIRL_MPI(MPI_Test(&rx_.req, &done, MPI_STATUS_IGNORE));
+      if (!done) return any;
+      const Incoming in = rx_;
+      rx_ = Incoming{};
+      any = true;
+      received(in);
+      continue;
+    }
+    // Actors are polled in turn (not MPI_ANY_SOURCE): when the limiter admits one rollout at a
+    // time, any-source matching keeps serving the same actor and starves the others.
+    bool matched = false;
+    for (int tried = 0; tried < A && !matched && (stopping_ || (into_buffer && rb_.can_insert_chunk())); ++tried) {
+      const int src = comms_.layout.actor_rank(next_actor_);
+      next_actor_ = (next_actor_ + 1) % A;
+      int flag = 0, count = 0;
+      MPI_Message m;
+      MPI_Status st;
+      MPIRL_MPI(MPI_Improbe(src, kTagRollout, comms_.world, &flag, &m, &st));
+      if (!flag) continue;
+      matched = true;
+      stalls_.heard(src);
+      MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+      Incoming in;
+      in.src = src;
+      in.count = count;
+      in.into_chunk = !stopping_ && size_t(count) <= rb_.chunk_bytes();
+      if (in.into_chunk) {
+        in.buf = rb_.reserve_chunk();
+      } else {
+        if (discard_.buf.size() < size_t(count)) discard_.buf.resize(size_t(count));
+        in.buf = discard_.buf.data();
+      }
+      MPIRL_MPI(MPI_Imrecv(in.buf, count, MPI_BYTE, &m, &in.req));
+      rx_ = in;
+    }
+    if (!matched) return any;
+  }
+}
+
+void ReplayServer::received(const Incoming& in) {
+  const int64_t E = cfg_.env.num_envs;
+  const int src = in.src, count = in.count;
+  char* buf = in.buf;
+  const bool into_chunk = in.into_chunk;
+  wire::Message msg;
+  try {
+    msg = wire::decode(buf, size_t(count), src, {wire::Kind::Rollout, wire::Kind::ActorDone});
+  } catch (...) {
+    if (into_chunk) rb_.release_chunk();
+    throw;
+  }
+  if (msg.env.kind == wire::Kind::ActorDone) {
+    if (into_chunk) rb_.release_chunk();
+    c_.actor_env_steps += read_actor_done(msg, src);
+    stalls_.done(src);
+    ++actors_done_;
+    send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
+    return;
+  }
+  int64_t rows = layout_.check(msg, src);
+  if (rows != E) throw Error(fmt::format("rollout from rank {} holds {} envs, expected env.num_envs = {}", src, rows, E));
+  const auto stats = read_episode_stats(msg, layout_.fields().size(), src);  // after the sequences
+  if (!into_chunk) {
+    if (!stopping_)
+      throw Error(fmt::format("rollout from rank {} is {} bytes, more than the {} a rollout can take", src, count,
+                              rb_.chunk_bytes()));
+    ++c_.discarded_rollouts;
+  } else {  // matched before the stop (or after, into a chunk): stored and counted as such
+    episodes_.add(stats.returns, stats.lengths, stats.n);
+    rb_.commit_chunk(size_t(msg.payload - buf), rows);
+    ++c_.rollouts;
+    c_.env_steps += rows * layout_.T();
+    c_.episodes += int64_t(stats.n);
+  }
+  send_small(wire::Kind::RolloutAck, src, kTagActorCtl, false);
+}
+
+bool ReplayServer::serve() {
+  bool any = false;
+  const int64_t B = cfg_.learner.batch_size;
+  const size_t nf = layout_.fields().size();
+  while (!stopping_ && !pending_.empty() && rb_.can_sample(B)) {
+    any = true;
+    int dest = pending_.front();
+    pending_.pop_front();
+    // Learner 0 keeps the run's episode statistics: it gets them (at most
+    // kMaxEpisodeStatsPerReply per reply; the rest wait for the next one).
+    // None while a checkpoint part is written: the part holds them.
+    const int64_t m = dest == 0 && job_ != Job::Checkpoint
+                          ? std::min<int64_t>(int64_t(episodes_.size()), kMaxEpisodeStatsPerReply)
+                          : 0;
     wire::Envelope env;
-    env.kind = kind;
+    env.kind = wire::Kind::SampleReply;
     env.sender = comms_.rank;
     env.seq = seq_++;
-    env.has_status = with_status;
-    if (with_status) env.status = status();
+    env.arrays = sample_reply_arrays(layout_, B, m);
+    std::vector<size_t> offsets;
+    const size_t payload_len = wire::payload_bytes(env.arrays, &offsets);
     auto& buf = sends_.acquire();
-    buf = wire::build_frame(env, nullptr, 0);
-    sends_.send(buf, buf.size(), dest, tag, comms_.world);
+    // The envelope is written after sampling (the counters change), in the room reserved for it.
+    const size_t off = sample_reply_payload_offset(comms_.layout.learners);
+    buf.resize(off + payload_len);
+    char* payload = buf.data() + off;
+    auto s = rb_.sample(B, payload);
+    c_.sampled_by_learner[size_t(dest)] += B;
+    episodes_.take(size_t(m), reinterpret_cast<float*>(payload + offsets[nf]),
+                   reinterpret_cast<int32_t*>(payload + offsets[nf + 1]));
+    std::memcpy(payload + offsets[nf + 2], s.slots.data(), size_t(B) * 8);
+    std::memcpy(payload + offsets[nf + 3], s.generations.data(), size_t(B) * 8);
+    std::memcpy(payload + offsets[nf + 4], s.weights.data(), size_t(B) * 4);
+    auto* seqs = reinterpret_cast<int64_t*>(payload + offsets[nf + 5]);
+    for (int64_t k = 0; k < B; ++k) seqs[k] = rb_.meta(s.slots[size_t(k)]).insert_seq;
+    env.has_status = true;
+    env.status = status();
+    wire::write_header(buf.data(), off, env);
+    MPIRL_CHECK(buf.size() <= reply_capacity_, "SampleReply of {} bytes exceeds the learners' {}-byte receive",
+                buf.size(), reply_capacity_);
+    sends_.send(buf, buf.size(), dest, kTagLearnerReply, comms_.world);
   }
+  return any;
+}
 
-  bool handle_learners() {
-    bool any = false;
-    size_t n = 0;
-    int src;
-    while ((src = try_recv(comms_.world, MPI_ANY_SOURCE, kTagLearnerReq, rbuf_, &n)) >= 0) {
-      any = true;
-      auto msg = wire::decode(rbuf_.data(), n, src,
-                              {wire::Kind::SampleRequest, wire::Kind::LearnerBye, wire::Kind::PriorityUpdate,
-                               wire::Kind::CheckpointRequest});
-      if (comms_.layout.role_of(src) != Role::Learner)
-        throw Error(fmt::format("replay: {} from rank {}, which is not a learner", wire::kind_name(msg.env.kind), src));
-      switch (msg.env.kind) {
-        case wire::Kind::SampleRequest:
-          if (!stopping_) pending_.push_back(src);
-          break;
-        case wire::Kind::PriorityUpdate: {
-          auto u = read_priority_update(msg, src);
-          rb_.update_priorities(u.slots, u.generations, u.priorities, u.n);
-          break;
-        }
-        case wire::Kind::CheckpointRequest: checkpoint_request(msg, src); break;
-        default:  // LearnerBye: acknowledged once every learner has left and the final dump is done
-          byes_.push_back(src);
-          stopping_ = true;
-          std::erase(pending_, src);
-      }
-    }
-    return any;
-  }
-
-  void checkpoint_request(const wire::Message& msg, int src) {
-    auto r = read_checkpoint_request(msg, src);
-    if (r.final) return void(final_checkpoint_ = r.dir);  // written after the last ActorDone (finish_learners)
-    checkpoint(r.dir);
-    send_small(wire::Kind::CheckpointDone, src, kTagLearnerReply, true);
-  }
-
-  // The replay's part of a checkpoint; a failure is reported to learner 0 in the status.
-  DumpInfo checkpoint(const std::string& dir) {
-    ReplayCheckpoint st;
-    st.status = status();
-    // The steps a resumed run counts as reported by actors: those accounted for here (a
-    // non-final checkpoint comes before the actors' ActorDone).
-    st.status.actor_env_steps = c_.env_steps + c_.discarded_rollouts * cfg_.env.num_envs * layout_.T();
-    st.returns = episodes_.returns();
-    st.lengths = episodes_.lengths();
-    st.buffer = rb_.resume_state();
-    return write_checkpoint_part(rb_, st, dir, cfg_, c_.checkpoint);
-  }
-
-  // A rollout goes straight into a reserved replay chunk (no copy); anything else into discard_.
-  // The receive never blocks (MPI_Improbe + MPI_Imrecv, one rollout in flight): a transport without
-  // single-copy moves a large rollout in fragments during the sender's MPI calls, and an actor
-  // stepping its envs makes none for milliseconds; meanwhile the learners are served.
-  bool handle_actors() {
-    bool any = false;
-    const int A = comms_.layout.actors();
-    for (;;) {
-      if (rx_.src >= 0) {
-        // Tested back to back for up to kReceiveSpinS: a transport without single-copy moves the
-        // rollout only while both ranks call MPI, and the actor that sent it usually is (it waits
-        // for its actions, or for a send credit). Past that the actor is stepping its envs: serve
-        // the learners meanwhile and test again on the next pass.
-        constexpr double kReceiveSpinS = 2e-3;
-        int done = 0;
-        for (const double t0 = now_seconds(); !done && now_seconds() - t0 < kReceiveSpinS;)
-          MPIRL_MPI(MPI_Test(&rx_.req, &done, MPI_STATUS_IGNORE));
-        if (!done) return any;
-        const Incoming in = rx_;
-        rx_ = Incoming{};
-        any = true;
-        received(in);
-        continue;
-      }
-      // Actors are polled in turn (not MPI_ANY_SOURCE): when the limiter admits one rollout at a
-      // time, any-source matching keeps serving the same actor and starves the others.
-      bool matched = false;
-      for (int tried = 0; tried < A && !matched && (stopping_ || rb_.can_insert_chunk()); ++tried) {
-        const int src = comms_.layout.actor_rank(next_actor_);
-        next_actor_ = (next_actor_ + 1) % A;
-        int flag = 0, count = 0;
-        MPI_Message m;
-        MPI_Status st;
-        MPIRL_MPI(MPI_Improbe(src, kTagRollout, comms_.world, &flag, &m, &st));
-        if (!flag) continue;
-        matched = true;
-        stalls_.heard(src);
-        MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-        Incoming in;
-        in.src = src;
-        in.count = count;
-        in.into_chunk = !stopping_ && size_t(count) <= rb_.chunk_bytes();
-        if (in.into_chunk) {
-          in.buf = rb_.reserve_chunk();
-        } else {
-          if (discard_.buf.size() < size_t(count)) discard_.buf.resize(size_t(count));
-          in.buf = discard_.buf.data();
-        }
-        MPIRL_MPI(MPI_Imrecv(in.buf, count, MPI_BYTE, &m, &in.req));
-        rx_ = in;
-      }
-      if (!matched) return any;
-    }
-  }
-
-  struct Incoming {
-    int src = -1, count = 0;
-    bool into_chunk = false;
-    char* buf = nullptr;
-    MPI_Request req = MPI_REQUEST_NULL;
-  };
-
-  void received(const Incoming& in) {
-    const int64_t E = cfg_.env.num_envs;
-    const int src = in.src, count = in.count;
-    char* buf = in.buf;
-    const bool into_chunk = in.into_chunk;
-    wire::Message msg;
-    try {
-      msg = wire::decode(buf, size_t(count), src, {wire::Kind::Rollout, wire::Kind::ActorDone});
-    } catch (...) {
-      if (into_chunk) rb_.release_chunk();
-      throw;
-    }
-    if (msg.env.kind == wire::Kind::ActorDone) {
-      if (into_chunk) rb_.release_chunk();
-      c_.actor_env_steps += read_actor_done(msg, src);
-      stalls_.done(src);
-      ++actors_done_;
-      send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
-      return;
-    }
-    int64_t rows = layout_.check(msg, src);
-    if (rows != E) throw Error(fmt::format("rollout from rank {} holds {} envs, expected env.num_envs = {}", src, rows, E));
-    const auto stats = read_episode_stats(msg, layout_.fields().size(), src);  // after the sequences
-    if (!into_chunk) {
-      if (!stopping_)
-        throw Error(fmt::format("rollout from rank {} is {} bytes, more than the {} a rollout can take", src, count,
-                                rb_.chunk_bytes()));
-      ++c_.discarded_rollouts;
-    } else {  // matched before the stop (or after, into a chunk): stored and counted as such
-      episodes_.add(stats.returns, stats.lengths, stats.n);
-      rb_.commit_chunk(size_t(msg.payload - buf), rows);
-      ++c_.rollouts;
-      c_.env_steps += rows * layout_.T();
-      c_.episodes += int64_t(stats.n);
-    }
-    send_small(wire::Kind::RolloutAck, src, kTagActorCtl, false);
-  }
-
-  bool serve() {
-    bool any = false;
-    const int64_t B = cfg_.learner.batch_size;
-    const size_t nf = layout_.fields().size();
-    while (!stopping_ && !pending_.empty() && rb_.can_sample(B)) {
-      any = true;
-      int dest = pending_.front();
-      pending_.pop_front();
-      // Learner 0 keeps the run's episode statistics: it gets them (at most
-      // kMaxEpisodeStatsPerReply per reply; the rest wait for the next one).
-      const int64_t m = dest == 0 ? std::min<int64_t>(int64_t(episodes_.size()), kMaxEpisodeStatsPerReply) : 0;
-      wire::Envelope env;
-      env.kind = wire::Kind::SampleReply;
-      env.sender = comms_.rank;
-      env.seq = seq_++;
-      env.arrays = sample_reply_arrays(layout_, B, m);
-      std::vector<size_t> offsets;
-      const size_t payload_len = wire::payload_bytes(env.arrays, &offsets);
-      auto& buf = sends_.acquire();
-      // The envelope is written after sampling (the counters change), in the room reserved for it.
-      const size_t off = sample_reply_payload_offset(comms_.layout.learners);
-      buf.resize(off + payload_len);
-      char* payload = buf.data() + off;
-      auto s = rb_.sample(B, payload);
-      c_.sampled_by_learner[size_t(dest)] += B;
-      episodes_.take(size_t(m), reinterpret_cast<float*>(payload + offsets[nf]),
-                     reinterpret_cast<int32_t*>(payload + offsets[nf + 1]));
-      std::memcpy(payload + offsets[nf + 2], s.slots.data(), size_t(B) * 8);
-      std::memcpy(payload + offsets[nf + 3], s.generations.data(), size_t(B) * 8);
-      std::memcpy(payload + offsets[nf + 4], s.weights.data(), size_t(B) * 4);
-      auto* seqs = reinterpret_cast<int64_t*>(payload + offsets[nf + 5]);
-      for (int64_t k = 0; k < B; ++k) seqs[k] = rb_.meta(s.slots[size_t(k)]).insert_seq;
-      env.has_status = true;
-      env.status = status();
-      wire::write_header(buf.data(), off, env);
-      MPIRL_CHECK(buf.size() <= reply_capacity_, "SampleReply of {} bytes exceeds the learners' {}-byte receive",
-                  buf.size(), reply_capacity_);
-      sends_.send(buf, buf.size(), dest, kTagLearnerReply, comms_.world);
-    }
-    return any;
-  }
-
-  // Every learner has left: the final dump, then the acks with the final status.
-  void finish_learners() {
-    DumpInfo part;
-    if (!final_checkpoint_.empty()) part = checkpoint(final_checkpoint_);
-    dumps_.finish(rb_, part.path.empty() ? nullptr : &part);
-    for (int l : byes_) send_small(wire::Kind::LearnerByeAck, l, kTagLearnerReply, true);
-    acked_ = true;
-  }
-
-  const Config& cfg_;
-  const Comms& comms_;
-  envs::EnvSpec spec_;
-  SeqLayout layout_;
-  ReplayBuffer rb_;
-  DumpScheduler dumps_;
-  StallWatch stalls_;
-  SendPool sends_;
-  std::vector<char> rbuf_;
-  MsgBuffer discard_;  // rollouts that arrive after the stop (received, counted, dropped)
-  Incoming rx_;        // the rollout being received (src < 0: none)
-  std::deque<int> pending_;
-  PendingEpisodes episodes_;
-  std::vector<int> byes_;
-  std::string final_checkpoint_;  // where the final checkpoint's replay part goes ("" = none)
-  const size_t reply_capacity_;
-  ReplayStatus c_;  // counted here: rollouts, env steps (stored, and as the actors report them), restored
-  uint64_t seq_ = 0;
-  bool stopping_ = false, acked_ = false;
-  int actors_done_ = 0, next_actor_ = 0;
-};
-
-}  // namespace
+// Every learner has left: the final dump, then the acks with the final status.
+void ReplayServer::finish_learners() {
+  DumpInfo part;
+  if (!final_checkpoint_.empty()) part = checkpoint(final_checkpoint_);
+  dumps_.finish(rb_, part.path.empty() ? nullptr : &part);
+  for (int l : byes_) send_small(wire::Kind::LearnerByeAck, l, kTagLearnerReply, true);
+  acked_ = true;
+}
 
 int run_replay(const Config& cfg, const Comms& comms, const RunStart& start) {
   // Short sleeps while a rollout arrives (ReplayServer::run): Linux's default 50 us timer slack
   // would make each 10-20 us sleep last 60-70 us.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  return ReplayServer(cfg, comms, start).run();
+  auto server = std::make_unique<ReplayServer>(cfg, comms, start);
+  try {
+    return server->run();
+  } catch (...) {
+    // The I/O thread may still be reading the buffer (a job stuck on a hung disk): the server is
+    // left for the process's end (MPI_Abort follows) rather than freed under it.
+    if (server->io_running()) (void)server.release();
+    throw;
+  }
 }
 
 }  // namespace mpirl::buffer

@@ -22,6 +22,8 @@ namespace mpirl::buffer {
 //    a failed dump is reported, never fatal.
 //  - Its part of a checkpoint (buffer/replay_checkpoint.h) when learner 0 asks (comm/protocol.h);
 //    a resumed run starts from the checkpoint's items, counters and pending episode statistics.
+//  - Dumps, checkpoint parts and the restore at start run on an I/O thread while the loop keeps
+//    serving and tells the learners it is busy (buffer/replay_server.h): a slow disk is no stall.
 // Returns the rank's exit code: 0, or 3 when the end-of-run dump failed (the learners have
 // written the model and summary by then; the summary names the error).
 int run_replay(const Config& cfg, const Comms& comms, const RunStart& start);

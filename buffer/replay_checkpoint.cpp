@@ -26,6 +26,11 @@ namespace buffer {
 
 DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
                                  const std::string& env_id, const std::string& config) {
+  return write_replay_checkpoint(DumpSnapshot::of(rb), st, dir, env_id, config);
+}
+
+DumpInfo write_replay_checkpoint(const DumpSnapshot& items, const ReplayCheckpoint& st, const std::string& dir,
+                                 const std::string& env_id, const std::string& config, const DumpOptions& opts) {
   const auto& b = st.buffer;
   nlohmann::json j = {{"status", nlohmann::json(st.status)},
                       {"pending_episode_returns", st.returns},
@@ -43,7 +48,7 @@ DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint&
                         {"limiter_samples", b.limiter_samples},
                         {"max_priority", b.max_priority},
                         {"rng", b.rng}}}};
-  auto info = dump_replay(rb, dir + "/replay.h5", env_id, config);
+  auto info = dump_replay(items, dir + "/replay.h5", env_id, config, opts);
   kill_point("replay_part");
   j["items"] = info.items;
   j["checksum_crc32"] = info.checksum;
@@ -51,14 +56,14 @@ DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint&
   return info;
 }
 
-DumpInfo write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
-                           const Config& cfg, CheckpointStatus& k) {
+DumpInfo write_checkpoint_part(const DumpSnapshot& items, const ReplayCheckpoint& st, const std::string& dir,
+                               const Config& cfg, CheckpointStatus& k, const DumpOptions& opts) {
   ++k.requests;
   k.last_ok = false;
   k.dir = utf8_suffix(dir, kMaxStatusString);
   const double t0 = now_seconds();
   try {
-    auto info = write_replay_checkpoint(rb, st, dir, cfg.env.id, cfg.resolved_toml);
+    auto info = write_replay_checkpoint(items, st, dir, cfg.env.id, cfg.resolved_toml, opts);
     ++k.completed;
     k.last_ok = true;
     k.items = info.items;
@@ -75,8 +80,9 @@ DumpInfo write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& s
   return {};
 }
 
-ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start, const std::string& env_id) {
-  auto st = read_replay_checkpoint(rb, start.resume_from, env_id);
+ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start, const std::string& env_id,
+                                        const DumpOptions& opts) {
+  auto st = read_replay_checkpoint(rb, start.resume_from, env_id, opts);
   st.status.dump = {};
   st.status.checkpoint = {};
   spdlog::info("replay: resumed {} items ({} env steps, {} pending episode statistics) from '{}'", rb.size(),
@@ -90,7 +96,8 @@ ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start,
   return st;
 }
 
-ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id) {
+ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id,
+                                        const DumpOptions& opts) {
   const std::string path = dir + "/replay_state.json";
   nlohmann::json j;
   try {
@@ -123,7 +130,7 @@ ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir
   } catch (const std::exception& e) {
     throw Error(fmt::format("checkpoint file '{}' is malformed: {}", path, e.what()));
   }
-  auto h = restore_replay(rb, dir + "/replay.h5", env_id);
+  auto h = restore_replay(rb, dir + "/replay.h5", env_id, opts);
   if (h.items != j.value("items", int64_t(-1)) || h.checksum != j.value("checksum_crc32", uint32_t(0)))
     throw Error(fmt::format("checkpoint '{}': replay.h5 holds {} items with CRC-32 {:08x}, replay_state.json says {} "
                             "and {:08x}", dir, h.items, h.checksum, j.value("items", int64_t(-1)),

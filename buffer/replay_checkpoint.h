@@ -23,20 +23,26 @@ struct ReplayCheckpoint {
   uint32_t checksum = 0;               // of the items (read_replay_checkpoint: verified on restore)
 };
 
-// Writes <dir>/replay.h5 and <dir>/replay_state.json, both fsync'ed. Throws Error naming the file.
+// Writes <dir>/replay.h5 (the snapshot's items) and <dir>/replay_state.json, both fsync'ed.
+// Throws Error naming the file.
+DumpInfo write_replay_checkpoint(const DumpSnapshot& items, const ReplayCheckpoint& st, const std::string& dir,
+                                 const std::string& env_id, const std::string& config, const DumpOptions& opts = {});
 DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
                                  const std::string& env_id, const std::string& config);
 // Writes the replay's part and records the outcome in `k` (requests, completed or failures with
 // the error, items, CRC-32, seconds); never throws: a failure is reported to learner 0. Returns
-// the dump's info (path "" when it failed).
-DumpInfo write_checkpoint_part(const ReplayBuffer& rb, const ReplayCheckpoint& st, const std::string& dir,
-                           const Config& cfg, CheckpointStatus& k);
+// the dump's info (path "" when it failed). May run on the replay's I/O thread: it touches
+// nothing but its arguments.
+DumpInfo write_checkpoint_part(const DumpSnapshot& items, const ReplayCheckpoint& st, const std::string& dir,
+                               const Config& cfg, CheckpointStatus& k, const DumpOptions& opts = {});
 // The replay rank's resume: read_replay_checkpoint from start.resume_from, then a line in
 // <run>/resumed.jsonl with what it holds (items, CRC-32, counters), for checks against the checkpoint.
 // The returned status has no dump or checkpoint history (this run's start afresh).
-ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start, const std::string& env_id);
+ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start, const std::string& env_id,
+                                        const DumpOptions& opts = {});
 // Restores the items of <dir>/replay.h5 into `rb` (empty, same layout), applies the buffer state
 // and returns the rest. Throws Error naming the file and what is wrong.
-ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id);
+ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id,
+                                        const DumpOptions& opts = {});
 
 }  // namespace mpirl::buffer

@@ -14,6 +14,7 @@ class StallWatch {
   StallWatch(const Comms& comms, double timeout_s);
   void heard(int rank);  // a message from this actor arrived
   void done(int rank);   // ActorDone: no longer watched
+  void excuse_all();     // every actor counts as heard from now (after the replay's own long wait)
   // Twice a second at most: throws mpirl::Error naming every actor silent for longer than the
   // timeout (0 = off).
   void check();

@@ -31,7 +31,11 @@
 // learner 0 writes learner.pt and sends CheckpointRequest; the replay writes its part at once and
 // answers CheckpointDone on the reply stream, after every SampleReply it sent before, so learner
 // 0 has seen exactly the episode statistics the replay no longer holds; learner 0 then writes
-// state.json and seals the checkpoint. A signal makes the stop "preempted" (SIGUSR1, or SIGTERM not from
+// state.json and seals the checkpoint. The replay writes its part on its I/O thread from a snapshot
+// taken when the request is handled: meanwhile it samples from the frozen buffer (replies to
+// learner 0 then carry no episode statistics, which the part holds) and takes no rollouts, and
+// every learner hears ReplayBusy every few seconds (also during dumps and the restore at start),
+// so a slow disk does not look like a stalled replay. A signal makes the stop "preempted" (SIGUSR1, or SIGTERM not from
 // the Open MPI launcher) or "interrupted" (SIGINT); core/signals.h.
 //
 // Rollouts still arriving after the first LearnerBye are received and counted as discarded, so
@@ -83,6 +87,9 @@ enum class Kind : uint16_t {
                       // (a Stop on the same tag instead, once the run stops)
   InferBye,           // actor -> inference: no more requests (after the reply to every one)
   InferStats,         // inference -> learner 0: batching statistics as JSON text ("final": true last)
+  ReplayBusy,         // replay -> learner (on the reply stream): a dump, checkpoint part or restore is
+                      // being written or read on the replay's I/O thread and progressing; the
+                      // learner's stall clock restarts (no arrays; a status except during a restore)
 };
 const char* kind_name(Kind k);
 

@@ -159,6 +159,7 @@ const char* kind_name(Kind k) {
     case Kind::InferReply: return "InferReply";
     case Kind::InferBye: return "InferBye";
     case Kind::InferStats: return "InferStats";
+    case Kind::ReplayBusy: return "ReplayBusy";
   }
   return "unknown";
 }

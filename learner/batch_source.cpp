@@ -74,8 +74,9 @@ Batch* BatchSource::next(int64_t version, const std::function<bool()>& keep_wait
   }
   int count = 0;
   MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-  auto msg = wire::decode(r.buf.data(), size_t(count), replay_, {wire::Kind::SampleReply, wire::Kind::CheckpointDone});
-  if (take_checkpoint_done(msg)) return next(version, keep_waiting);
+  auto msg = wire::decode(r.buf.data(), size_t(count), replay_,
+                          {wire::Kind::SampleReply, wire::Kind::CheckpointDone, wire::Kind::ReplayBusy});
+  if (take_control(msg)) return next(version, keep_waiting);
   stage(msg, version);  // copies everything out of r.buf
   // The buffer is free again: post its receive and ask for the batch after the ones in flight.
   post(r);
@@ -84,13 +85,22 @@ Batch* BatchSource::next(int64_t version, const std::function<bool()>& keep_wait
   return &batch_;
 }
 
-bool BatchSource::take_checkpoint_done(const wire::Message& msg) {
-  if (msg.env.kind != wire::Kind::CheckpointDone) return false;
-  if (!msg.env.has_status) throw Error(fmt::format("CheckpointDone from rank {} carries no status", replay_));
+bool BatchSource::take_control(const wire::Message& msg) {
+  const auto kind = msg.env.kind;
+  if (kind != wire::Kind::CheckpointDone && kind != wire::Kind::ReplayBusy) return false;
+  if (kind == wire::Kind::CheckpointDone && !msg.env.has_status)
+    throw Error(fmt::format("CheckpointDone from rank {} carries no status", replay_));
+  if (!msg.env.arrays.empty())
+    throw Error(fmt::format("{} from rank {} carries {} arrays, expected none", wire::kind_name(kind), replay_,
+                            msg.env.arrays.size()));
   const ReplayStatus status = msg.env.status;
   post(ring_[head_]);  // no request behind it: the ring keeps one receive per reply in flight
   head_ = (head_ + 1) % ring_.size();
-  if (on_checkpoint_done) on_checkpoint_done(status);
+  if (kind == wire::Kind::CheckpointDone) {
+    if (on_checkpoint_done) on_checkpoint_done(status);
+  } else if (on_replay_busy) {
+    on_replay_busy();
+  }
   return true;
 }
 

@@ -67,6 +67,9 @@ class BatchSource {
   // after the last ActorDone and reported in leave()'s status.
   void send_checkpoint_request(const std::string& dir, bool final);
   std::function<void(const ReplayStatus&)> on_checkpoint_done;
+  // The replay is writing or reading a file on its I/O thread and progressing (ReplayBusy, every
+  // few seconds meanwhile): the caller's stall clock restarts.
+  std::function<void()> on_replay_busy;
   // LearnerBye, drains the replies still in flight (their episode statistics and status go to
   // on_drained; their sequences are not trained on), waits for the LearnerByeAck; returns its
   // status. (Receives still posted when a BatchSource is destroyed mean the run is aborting.)
@@ -94,8 +97,9 @@ class BatchSource {
   // A frame of `arrays` to the replay; `fill` writes their payload at the given offsets.
   void send_arrays(wire::Kind kind, std::vector<wire::ArrayDesc> arrays,
                    const std::function<void(char* payload, const std::vector<size_t>& offsets)>& fill);
-  // A CheckpointDone in ring_[head_]: handed on, the receive posted again, head_ moved on.
-  bool take_checkpoint_done(const wire::Message& msg);
+  // A CheckpointDone or ReplayBusy in ring_[head_]: handed on, the receive posted again, head_
+  // moved on. False for any other kind.
+  bool take_control(const wire::Message& msg);
 
   const Config& cfg_;
   const Comms& comms_;

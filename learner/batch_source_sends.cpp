@@ -100,8 +100,9 @@ ReplayStatus BatchSource::leave(const DrainedReply& on_drained) {
     int count = 0;
     MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
     auto msg = wire::decode(r.buf.data(), size_t(count), replay_,
-                            {wire::Kind::SampleReply, wire::Kind::LearnerByeAck, wire::Kind::CheckpointDone});
-    if (take_checkpoint_done(msg)) continue;
+                            {wire::Kind::SampleReply, wire::Kind::LearnerByeAck, wire::Kind::CheckpointDone,
+                             wire::Kind::ReplayBusy});
+    if (take_control(msg)) continue;
     if (msg.env.kind == wire::Kind::LearnerByeAck) {
       acked = true;
       final_status = msg.env.status;

@@ -81,7 +81,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   run.start();
   int64_t version = 0;  // = updates so far; what learner 0 publishes
   if (!start.resume_from.empty()) {
-    run.resume(resumed.window, resumed.elapsed_s, resumed.counts[0], resumed.replay.env_steps);
+    run.resume(resumed.window, resumed.elapsed_s, resumed.counts[0], resumed.replay);
     version = resumed.version;
     if (lead) {
       spdlog::info("resumed at update {} ({:.1f} s, {} episodes so far) from {}", version, resumed.elapsed_s,
@@ -140,7 +140,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   Evaluator evaluator(cfg, lead ? start.run_dir : "");
   checkpoints.start_at(version);
   source.start();
-  double last_batch = now_seconds();
+  double last_batch = now_seconds();  // or the last ReplayBusy: the replay is alive and its file work progresses
+  source.on_replay_busy = [&] { last_batch = now_seconds(); };
   auto while_waiting = [&] {
     if (publisher) publisher->poll(version);
     run.poll_inference(version);
@@ -148,8 +149,9 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     // Twice the timeout: a silent actor is reported first by the replay, which knows which one.
     const double silent = now_seconds() - last_batch;
     if (cfg.run.stall_timeout_s > 0 && silent > 2 * cfg.run.stall_timeout_s)
-      throw Error(fmt::format("learner rank {}: no batch from the replay (rank {} @ {}) for {:.1f} s, more than twice "
-                              "run.stall_timeout_s = {} s: a stalled replay, or no actor delivering",
+      throw Error(fmt::format("learner rank {}: no batch from the replay (rank {} @ {}) and no sign of its file work "
+                              "progressing for {:.1f} s, more than twice run.stall_timeout_s = {} s: a stalled "
+                              "replay, a hung file system under it, or no actor delivering",
                               comms.rank, comms.layout.replay_rank(), comms.host(comms.layout.replay_rank()), silent,
                               cfg.run.stall_timeout_s));
     leave_if_launcher_ends_job();

@@ -93,7 +93,11 @@ RunWindow RunController::window() const {
 }
 
 void RunController::resume(const RunWindow& w, double elapsed_s, const LearnerCounts& counts,
-                           int64_t checkpoint_env_steps) {
+                           const ReplayStatus& checkpoint_status) {
+  const int64_t checkpoint_env_steps = checkpoint_status.env_steps;
+  status_ = checkpoint_status;
+  status_.dump = {};  // this run's dump and checkpoint history starts afresh, as the replay's does
+  status_.checkpoint = {};
   returns_ = Window(returns_.n);
   lengths_ = Window(lengths_.n);
   for (double v : w.returns) returns_.add(v);

@@ -62,9 +62,10 @@ class RunController {
   void set_status(const ReplayStatus& s) { status_ = s; }
   const ReplayStatus& status() const { return status_; }
   // Checkpoints: the window as it is now; a resumed run's window, time so far and counts, and the
-  // env steps of its checkpoint (learner 0 marks the resume in TensorBoard, see resume()).
+  // replay status of its checkpoint (learner 0 marks the resume in TensorBoard, see resume()):
+  // the rows written before the first batch (the replay may take a while to restore) show it.
   RunWindow window() const;
-  void resume(const RunWindow& w, double elapsed_s, const LearnerCounts& counts, int64_t checkpoint_env_steps);
+  void resume(const RunWindow& w, double elapsed_s, const LearnerCounts& counts, const ReplayStatus& checkpoint_status);
   void on_trained(const Batch& b);  // lag and counts of a batch the learners go on to train on
   void on_update(const UpdateResult& r);  // keeps the loss tensors for the next log row
   void add_wait(double seconds) { wait_s_ += seconds; }

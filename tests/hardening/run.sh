@@ -4,7 +4,8 @@
 #   - the unit tests of the byte readers (envelopes, consumers' checks, configs, checkpoint
 #     markers, TFRecord, run files) under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   - an MPI program on 2 ranks under the same (buffers of sends in flight when a rank dies);
-#   - the emulated CUDA scan kernel under ThreadSanitizer;
+#   - the emulated CUDA scan kernel and the replay's I/O thread (a dump while the buffer's owner
+#     samples) under ThreadSanitizer;
 #   - each libFuzzer target (bench/fuzz.sh) over its seed corpus (tests/fuzz/corpus/TARGET) and its
 #     regression inputs (tests/fuzz/regressions/TARGET), then FUZZ_RUNS more inputs (a count, not a
 #     time: the same work on any machine; default 2000).
@@ -33,6 +34,8 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 mpirun -n 2 --oversubscribe -x ASAN
   "$build/asan_in_flight_buffers"
 echo "== the emulated CUDA scan kernel under TSan"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_emulated_scan" --gtest_brief=1
+echo "== the replay's I/O thread under TSan (a dump while the owner samples)"
+TSAN_OPTIONS=halt_on_error=1 "$build/tsan_io_job" --gtest_brief=1
 for t in envelope config tfrecord checkpoint dump; do
   echo "== fuzz_$t: the seed corpus and the regression inputs, then $runs more inputs"
   FUZZ_BUILD_DIR="$build" FUZZ_SEED=1 "$root/bench/fuzz.sh" "$t" 600 "$runs"

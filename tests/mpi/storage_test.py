@@ -12,6 +12,13 @@
                     and removes the unsealed one, and finishes with counts that add up
   kill_replay_part  the replay killed inside its third checkpoint part (replay.h5 written,
                     replay_state.json not): the same
+  slow_disk         every dataset a dump, checkpoint part or restore writes or reads takes 0.5 s more
+                    (MPIRL_TEST_DUMP_DELAY_MS): each takes well over 2 x run.stall_timeout_s, and
+                    the run, its checkpoints and a resume from them all finish (the file work runs on
+                    the replay's I/O thread and the learners hear it progress)
+  hung_disk         one dataset takes 8 s (a file system that stops answering): the replay says
+                    which job made no progress, the learners stop after 2 x run.stall_timeout_s,
+                    learner 0 saves model.pt and a summary naming the stall, and no rank is left
 Run one: storage_test.py --mpirl build/mpirl CASE (disk cases re-run themselves in a new mount
 namespace: root, or a user namespace, is needed; they are skipped with a message otherwise)"""
 import glob
@@ -104,7 +111,12 @@ def fill(path, leave):
     filler = os.path.join(path, "filler")
     st = os.statvfs(path)
     free = st.f_bavail * st.f_frsize
-    with open(filler, "wb") as f:
+    try:
+        f = open(filler, "wb")
+    except OSError as e:  # already full (the run's own files filled it): what the test wants
+        print(f"the file system is already full ({e}); nothing to fill")
+        return None
+    with f:
         left = free - leave
         chunk = b"\0" * (1 << 20)
         while left > 0:
@@ -127,6 +139,9 @@ def disk_case(args, leave):
         replay_pid = int(open(os.path.join(d, "replay.pid")).read().split()[0])
         fds = lambda: len(os.listdir(f"/proc/{replay_pid}/fd"))  # noqa: E731
         fds_before = fds()
+        st = os.statvfs(mnt)
+        print(f"before filling: {st.f_bavail * st.f_frsize / 2**20:.1f} MiB free; the run holds "
+              f"{subprocess.run(['du', '-sh', d], capture_output=True, text=True).stdout.strip()}", flush=True)
         filler = fill(mnt, leave)
         filled_at = time.time()
         rows_full = sum(1 for _ in open(os.path.join(d, "metrics.jsonl")))
@@ -161,9 +176,15 @@ def disk_case(args, leave):
         check(os.path.getmtime(os.path.join(d, "model.pt")) >= filled_at and "model.pt not written" not in out,
               "model.pt written at the end in the space left")
     else:
-        check("model.pt not written" in out and os.path.getsize(os.path.join(d, "model.pt")) > 0,
-              "model.pt could not be written, the one written before stays")
-    os.remove(filler)
+        # A failed checkpoint's files are removed, which gives a few MiB back: model.pt may then fit.
+        # Either it was written in full after the fill, or the log says it was not and the one
+        # written before stays.
+        written = os.path.getmtime(os.path.join(d, "model.pt")) >= filled_at
+        check(os.path.getsize(os.path.join(d, "model.pt")) > 0 and (written or "model.pt not written" in out),
+              "model.pt " + ("written at the end in space a failed checkpoint gave back" if written else
+                             "could not be written, the one written before stays"))
+    if filler:
+        os.remove(filler)
     rows = sum(1 for _ in open(os.path.join(d, "metrics.jsonl")))
     check(rows >= rows_full, f"metrics.jsonl kept its {rows_full} rows ({rows})")
     resume_to_end(args, d, 20000)
@@ -204,6 +225,77 @@ def case_kill_in_seal(args):
 
 def case_kill_replay_part(args):
     kill_case(args, "replay_part:3")
+
+
+# ---- a slow or hung disk under the replay -----------------------------------------------------
+
+STALL_S = 1.5
+SLOW_SETS = ["run.checkpoint_every_updates=40", "run.checkpoint_interval_s=0", "run.keep_checkpoints=3",
+             'replay.selector="uniform"', "replay.max_times_sampled=0", "replay.capacity=512",
+             "replay.samples_per_insert=4", 'replay.dump="end"', "replay.dump_interval_s=4",
+             f"run.stall_timeout_s={STALL_S}", "run.log_interval_s=0.5"]
+
+
+def seconds_of(out, pattern):
+    import re
+    return [float(x) for x in re.findall(pattern, out)]
+
+
+def case_slow_disk(args):
+    out_dir = os.path.join(args.workdir, f"slow-{os.getpid()}")
+    d = os.path.join(out_dir, "run")
+    env = dict(mpi_test.ENV, MPIRL_TEST_DUMP_DELAY_MS="500")
+    steps = 60000
+    cmd = mpi_test.command(args, 4, SLOW_SETS + [f"run.total_env_steps={steps}"], out_dir)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500)
+    out = p.stdout + p.stderr
+    sys.stdout.write(out[-3000:])
+    mpi_test.finished_run(p, d, steps)
+    parts = seconds_of(out, r"checkpoint part written: .*?, ([0-9.]+) s ->")
+    dumps = seconds_of(out, r"replay dump \((?:interval|end of run)\): .*?, ([0-9.]+) s ->")
+    print(f"checkpoint parts took {parts} s, dumps {dumps} s; the learners give up after {2 * STALL_S} s")
+    check(len([x for x in parts if x > 2 * STALL_S]) >= 2,
+          f"two or more checkpoint parts took longer than 2 x run.stall_timeout_s ({parts})")
+    check(len([x for x in dumps if x > 2 * STALL_S]) >= 1, f"so did a dump ({dumps})")
+    good = [c for c in sealed(d) if os.path.exists(os.path.join(c, "COMPLETE"))]
+    check(len(good) >= 2, f"sealed checkpoints ({len(good)})")
+    check(verify_all(args, d), "the sealed ones verify")
+    # The resume's restore reads the same slow disk: also longer than the learners' clock.
+    last = sealed(d)[-1]
+    st = json.load(open(os.path.join(last, "state.json")))
+    budget = st["replay"]["env_steps"] + 10000
+    cmd = [args.mpirun, "-n", "4", "--oversubscribe", args.mpirl, "train", "--resume", d,
+           "--set", f"run.total_env_steps={budget}", "--set", "run.checkpoint_every_updates=0"]
+    print("$", " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500)
+    out = p.stdout + p.stderr
+    sys.stdout.write(out[-3000:])
+    mpi_test.finished_run(p, d, budget)
+    restore = seconds_of(out, r"replay: restore from checkpoint .*? done in ([0-9.]+) s")
+    check(restore and restore[0] > 2 * STALL_S, f"the restore took longer than 2 x run.stall_timeout_s ({restore})")
+    rows = [json.loads(l) for l in open(os.path.join(d, "resumed.jsonl"))]
+    check(rows[-1]["checkpoint"] == last, "resumed from the last sealed checkpoint")
+
+
+def case_hung_disk(args):
+    out_dir = os.path.join(args.workdir, f"hung-{os.getpid()}")
+    d = os.path.join(out_dir, "run")
+    env = dict(mpi_test.ENV, MPIRL_TEST_DUMP_DELAY_MS="8000")
+    cmd = mpi_test.command(args, 4, SLOW_SETS + ["run.total_env_steps=1000000000", "replay.dump_interval_s=2",
+                                                 "run.checkpoint_every_updates=0"], out_dir)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    out = p.stdout + p.stderr
+    sys.stdout.write(out[-3000:])
+    check(p.returncode != 0, f"the job ended with an error (exit {p.returncode})")
+    check("dump (interval) has made no progress" in out, "the replay names the job that made no progress")
+    check("no sign of its file work progressing" in out, "the learners stopped waiting, saying why")
+    s = summary(d)
+    print("summary:", {k: s.get(k) for k in ("stop_reason", "error")})
+    check(s.get("stop_reason") == "error" and "no sign of its file work" in json.dumps(s),
+          "summary.json names the error")
+    check(os.path.getsize(os.path.join(d, "model.pt")) > 0, "learner 0 saved model.pt")
+    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    check(not left, f"no rank left running ({left})")
 
 
 if __name__ == "__main__":
