@@ -18,6 +18,7 @@
 #include "app/commands.h"
 #include "app/video.h"
 #include "core/checkpoint.h"
+#include "learner/learner.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/run_dir.h"
@@ -46,7 +47,7 @@ PolicyFiles find_policy(const std::string& what) {
   }
   const auto model = fs::path(what) / "model.pt", cfg = fs::path(what) / "config.toml";
   if (fs::exists(model, ec) && fs::exists(cfg, ec)) return {model.string(), cfg.string()};
-  const auto latest = ckpt::latest(what);
+  const auto latest = ckpt::latest(what, learner::checkpoint_weights_problem);
   if (!latest.dir.empty() && fs::exists(latest.dir + "/model.pt", ec))
     return {latest.dir + "/model.pt", latest.dir + "/config.toml"};
   throw Error(fmt::format("'{}' holds no model.pt and config.toml, and no complete checkpoint with a model: give a "

@@ -106,7 +106,7 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
   // its checkpoint in progress and write its model.pt.
   if (const std::string live = live_run_here(run_dir); !live.empty())
     throw ConfigError(fmt::format("cannot resume '{}': {}; stop that run first (or wait for it to end)", run_dir, live));
-  const auto latest = ckpt::latest(run_dir);
+  const auto latest = ckpt::latest(run_dir, learner::checkpoint_weights_problem);
   for (const auto& s : latest.skipped)
     fmt::print(stderr, "mpirl: not loading checkpoint {}{}\n", s,
                latest.dir.empty() ? "" : fmt::format(" (resuming from {} instead)", latest.dir));
@@ -132,6 +132,8 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
     v.finished = finished_reason(cfg, state, run_dir);
     if (!v.finished.empty()) return true;  // nothing is touched: no rewind, no new config
     rewind_metrics(run_dir, state.at("metrics_bytes").get<int64_t>(), v.start.segment - 1);
+    for (const auto& moved : ckpt::set_aside(latest.skipped_dirs))
+      fmt::print(stderr, "mpirl: the skipped checkpoint is kept as {} (never loaded)\n", moved);
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(fmt::format("checkpoint {}: state.json is malformed: {}", latest.dir, e.what()));
   }

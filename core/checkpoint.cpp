@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -201,7 +202,7 @@ std::string verify(const std::string& dir, bool deep) {
   return "";
 }
 
-Latest latest(const std::string& run_dir) {
+Latest latest(const std::string& run_dir, const CheckpointCheck& check) {
   Latest out;
   const std::string parent = checkpoints_dir(run_dir);
   auto names = list_dir(parent);
@@ -209,8 +210,16 @@ Latest latest(const std::string& run_dir) {
     if (it->rfind("ckpt-", 0) != 0 || !is_dir(parent + "/" + *it)) continue;
     const std::string dir = parent + "/" + *it;
     std::string why = verify(dir);
+    if (why.empty() && check) {
+      try {
+        why = check(dir);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+    }
     if (!why.empty()) {
       out.skipped.push_back(fmt::format("{}: {}", dir, why));
+      out.skipped_dirs.push_back(dir);
       continue;
     }
     out.dir = dir;
@@ -244,6 +253,20 @@ void prune(const std::string& run_dir, int keep, const std::string& in_flight) {
       spdlog::warn("checkpoint clean-up: {}", e.what());
     }
   }
+}
+
+std::vector<std::string> set_aside(const std::vector<std::string>& dirs) {
+  std::vector<std::string> out;
+  for (const auto& d : dirs) {
+    const auto slash = d.rfind('/');
+    const std::string to = d.substr(0, slash + 1) + "rejected-" + d.substr(slash + 1);
+    if (std::rename(d.c_str(), to.c_str()) != 0) {
+      spdlog::warn("cannot move the rejected checkpoint '{}' aside: {}", d, std::strerror(errno));
+      continue;
+    }
+    out.push_back(to);
+  }
+  return out;
 }
 
 void remove_tree(const std::string& path) {

@@ -19,6 +19,7 @@
 // is written atomically, the directory is renamed to its final name and the parent fsync'ed. A
 // directory without COMPLETE, or whose files do not match it, is never loaded.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,14 +45,23 @@ struct Latest {
   std::string dir;                   // "" = none
   nlohmann::json info;               // its COMPLETE
   std::vector<std::string> skipped;  // newer directories that are not complete: "<dir>: <why>"
+  std::vector<std::string> skipped_dirs;  // the same directories
 };
-// The newest checkpoint of a run that verifies.
-Latest latest(const std::string& run_dir);
+// The newest checkpoint of a run that verifies and, when given, passes `check` ("" = good, else
+// why not: e.g. weights that are not finite, which a CRC cannot see).
+using CheckpointCheck = std::function<std::string(const std::string& dir)>;
+Latest latest(const std::string& run_dir, const CheckpointCheck& check = {});
 
 // Keeps the newest `keep` checkpoints that verify (by name, sizes only) and removes older ones, a
 // directory that does not verify once a newer one does (never the newest that verifies), and
 // every temporary directory but `in_flight` (left by a killed run). Errors are logged, not thrown.
 void prune(const std::string& run_dir, int keep, const std::string& in_flight = "");
+
+// A resumed run moves the checkpoints latest() skipped out of the way, to
+// <checkpoints>/rejected-<name> (kept for a look, never loaded, never counted by prune: one named
+// after a later update would otherwise outrank every checkpoint the resumed run seals). Returns
+// the new paths; errors are logged, not thrown.
+std::vector<std::string> set_aside(const std::vector<std::string>& dirs);
 
 // Removes a directory tree (POSIX calls: LibTorch's own std::filesystem symbols clash with libstdc++'s).
 void remove_tree(const std::string& path);

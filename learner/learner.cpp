@@ -302,7 +302,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     spdlog::warn("preempted with run.checkpoint = \"never\": nothing to resume; exit 0");
     return 0;
   }
-  if (ckpt::latest(start.run_dir).dir.empty()) {
+  if (ckpt::latest(start.run_dir, checkpoint_weights_problem).dir.empty()) {
     spdlog::error("preempted, but {} holds no complete checkpoint; exit 1 (a requeued run would start over)",
                   ckpt::checkpoints_dir(start.run_dir));
     return 1;

@@ -16,4 +16,9 @@ namespace mpirl::learner {
 // job (SIGTERM from orted/mpirun), every learner leaves with kExitAborted without returning.
 int run_learner(const Config& cfg, const Comms& comms, const RunStart& start);
 
+// What makes a complete checkpoint unfit to resume or evaluate that its CRCs cannot show: a policy
+// in model.pt or learner.pt that holds NaN or inf (sealed by a diverged run of an older mpirl; this
+// one never seals non-finite parameters). "" when both are finite. For ckpt::latest's check.
+std::string checkpoint_weights_problem(const std::string& dir);
+
 }  // namespace mpirl::learner

@@ -1,4 +1,5 @@
 #include "learner/learner_checkpoint.h"
+#include "learner/learner.h"
 
 #include <array>
 #include <fstream>
@@ -213,6 +214,14 @@ std::string Checkpointer::finish_final(const ReplayStatus& final_status) {
   const std::string before = last_sealed_;
   replay_done(final_, final_status);
   return last_sealed_ != before ? last_sealed_ : "";
+}
+
+std::string checkpoint_weights_problem(const std::string& dir) {
+  for (const auto& [file, sub] : {std::pair<const char*, const char*>{"model.pt", ""}, {"learner.pt", "model"}}) {
+    const std::string bad = models::nonfinite_policy_tensor(dir + "/" + file, sub);
+    if (!bad.empty()) return fmt::format("{}: '{}' is not finite (NaN or inf weights: a diverged run)", file, bad);
+  }
+  return "";
 }
 
 }  // namespace mpirl::learner

@@ -120,4 +120,35 @@ void load_policy_file(Policy& policy, const std::string& path) {
   load_policy_archive(policy, ar, path);
 }
 
+namespace {
+std::string first_nonfinite(torch::serialize::InputArchive& ar, const std::string& prefix) {
+  for (const auto& key : ar.keys()) {
+    torch::Tensor t;
+    if (ar.try_read(key, t)) {
+      if (!t.is_floating_point()) continue;
+      const int64_t bad = (~torch::isfinite(t)).sum().item<int64_t>();
+      if (bad > 0) return fmt::format("{}{} ({} of {} values)", prefix, key, bad, t.numel());
+      continue;
+    }
+    torch::serialize::InputArchive child;
+    if (!ar.try_read(key, child)) continue;
+    if (auto r = first_nonfinite(child, prefix + key + "."); !r.empty()) return r;
+  }
+  return "";
+}
+}  // namespace
+
+std::string nonfinite_policy_tensor(const std::string& path, const std::string& sub) {
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(path, torch::Device(torch::kCPU));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("cannot read '{}': {}", path, e.what()));
+  }
+  if (sub.empty()) return first_nonfinite(ar, "");
+  torch::serialize::InputArchive child;
+  if (!ar.try_read(sub, child)) throw Error(fmt::format("'{}' holds no '{}'", path, sub));
+  return first_nonfinite(child, sub + ".");
+}
+
 }  // namespace mpirl::models

@@ -40,4 +40,10 @@ void load_policy_archive(Policy& policy, torch::serialize::InputArchive& ar, con
 // The same from a model.pt file; errors name the file.
 void load_policy_file(Policy& policy, const std::string& path);
 
+// The first floating-point tensor of a policy archive that holds a NaN or an inf, as
+// "name (N of M values)"; "" when all are finite. `sub`: the sub-archive holding the policy ("" =
+// the file itself, as in model.pt; "model" in a checkpoint's learner.pt). Throws mpirl::Error
+// naming the file when it cannot be read.
+std::string nonfinite_policy_tensor(const std::string& path, const std::string& sub = "");
+
 }  // namespace mpirl::models

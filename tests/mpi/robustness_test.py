@@ -12,6 +12,10 @@
                       host), and the live run is not disturbed
   eval_after_rebuild  evaluations during training go on after the mpirl binary is replaced on disk
                       (a rebuild or reinstall during a long run)
+  corrupt_checkpoints the newest checkpoint's replay.h5 has a flipped byte, the one before holds NaN
+                      weights with CRCs that match (as an older mpirl could seal): --resume names both,
+                      sets them aside, resumes from the third and finishes; with keep_checkpoints = 1
+                      the resumed run's own checkpoints are kept (the rejected ones no longer count)
 Run one: robustness_test.py --mpirl build/mpirl CASE"""
 import glob
 import signal
@@ -155,6 +159,59 @@ def case_eval_after_rebuild(args):
             proc.kill()
     check("cannot start" not in out, "no evaluation failed to start")
     check(proc.returncode == 75, f"stopped as asked (exit {proc.returncode})")
+
+
+def nan_weights(ckpt):
+    """Every floating-point tensor of learner.pt and model.pt set to NaN, and COMPLETE's sizes and
+    CRCs made to match: a checkpoint that is complete, verifies, and cannot be trained on."""
+    import torch
+    import zlib
+    done_path = os.path.join(ckpt, "COMPLETE")
+    done = json.load(open(done_path))
+    for f in ("learner.pt", "model.pt"):
+        path = os.path.join(ckpt, f)
+        m = torch.jit.load(path, map_location="cpu")
+        with torch.no_grad():
+            for t in m.state_dict().values():
+                if t.is_floating_point():
+                    t.fill_(float("nan"))
+        m.save(path)
+        data = open(path, "rb").read()
+        done["files"][f] = {"bytes": len(data), "crc32": zlib.crc32(data) & 0xFFFFFFFF}
+    json.dump(done, open(done_path, "w"), indent=2)
+
+
+def case_corrupt_checkpoints(args):
+    p, dt, d = mpi_test.run(args, 4, ["run.total_env_steps=300000", "run.checkpoint_interval_s=0",
+                                      "run.checkpoint_every_updates=50", "run.keep_checkpoints=3"], 240)
+    mpi_test.finished_run(p, d, 300000)
+    ckpts = sorted(glob.glob(os.path.join(d, "checkpoints", "ckpt-*")))
+    check(len(ckpts) == 3, f"3 checkpoints kept ({len(ckpts)})")
+    flipped, nan, good = ckpts[-1], ckpts[-2], ckpts[-3]
+    h5 = os.path.join(flipped, "replay.h5")
+    with open(h5, "r+b") as f:  # a byte in the middle of the file: same size, other CRC
+        f.seek(os.path.getsize(h5) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x01]))
+    nan_weights(nan)
+    st, rs, _ = mpi_test.checkpoint_facts(good)
+    budget = st["env_steps"] + 60000
+    p2, _, _ = mpi_test.run_resume(args, d, [f"run.total_env_steps={budget}", "run.keep_checkpoints=1",
+                                             "run.checkpoint_every_updates=20"], 300, n=4)
+    mpi_test.finished_run(p2, d, budget)
+    err = p2.stderr
+    check(os.path.basename(flipped) in err and "replay.h5" in err and "CRC-32" in err,
+          "the checkpoint with the flipped replay.h5 byte was named and skipped")
+    check(os.path.basename(nan) in err and "not finite" in err, "the checkpoint with NaN weights was named and skipped")
+    mpi_test.check_resumed(d, good, st, rs)
+    for c in (flipped, nan):
+        moved = os.path.join(d, "checkpoints", "rejected-" + os.path.basename(c))
+        check(os.path.isdir(moved) and not os.path.exists(c), f"{os.path.basename(c)} set aside as rejected-...")
+    left = sorted(glob.glob(os.path.join(d, "checkpoints", "ckpt-*")))
+    segs = [json.load(open(os.path.join(c, "COMPLETE")))["segment"] for c in left]
+    check(len(left) == 1 and segs == [1], f"the resumed run's last checkpoint is kept ({[os.path.basename(c) for c in left]}, "
+          f"segments {segs})")
 
 
 if __name__ == "__main__":
