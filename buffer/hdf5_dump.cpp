@@ -140,6 +140,7 @@ DumpInfo dump_replay(const DumpSnapshot& snap, const std::string& path, const st
     attr_i64(f, "items", n, path);
     attr_i64(f, "checksum_crc32", int64_t(crc), path);
     attr_i64(f, "complete", 1, path);  // last: a file without it was never finished
+    if (opts.on_flush) opts.on_flush(true);
     MPIRL_H5(H5Fflush(f, H5F_SCOPE_GLOBAL), "flush " + tmp);
     if (opts.on_data_written) opts.on_data_written(tmp);
     g.close_checked("close of group /items", tmp);
@@ -158,6 +159,7 @@ DumpInfo dump_replay(const DumpSnapshot& snap, const std::string& path, const st
     throw Error(fmt::format("replay dump to '{}' failed: {}", path, e.what()));
   }
   fsync_path(dir, true);
+  if (opts.on_flush) opts.on_flush(false);
   DumpInfo info;
   info.path = path;
   info.items = n;

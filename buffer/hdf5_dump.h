@@ -77,6 +77,9 @@ struct DumpOptions {
   // Called after each block of items is written or read: progress, for a caller that watches a
   // dump or restore running on another thread (buffer/io_job.h).
   std::function<void()> on_block;
+  // Called with true before the final flush, close and fsync (no blocks: they can take long on a
+  // network file system), and with false once they are done.
+  std::function<void(bool)> on_flush;
 };
 
 // What a dump writes, taken from a buffer at one instant: the bookkeeping is copied, the items

@@ -9,17 +9,24 @@ IoJob::~IoJob() {
   if (thread_.joinable()) thread_.detach();
 }
 
-void IoJob::start(std::string what, std::function<void(const Tick&)> fn) {
+void IoJob::start(std::string what, std::function<void(const Progress&)> fn) {
   MPIRL_CHECK(!running(), "replay: '{}' started while '{}' is still running", what, what_);
   what_ = std::move(what);
   error_ = nullptr;
   done_.store(false);
   ticks_.store(0);
+  flushing_.store(false);
   last_ticks_ = 0;
   started_ = last_tick_seen_at_ = now_seconds();
   thread_ = std::thread([this, fn = std::move(fn)] {
     try {
-      fn([this] { ticks_.fetch_add(1, std::memory_order_relaxed); });
+      Progress p;
+      p.tick = [this] { ticks_.fetch_add(1, std::memory_order_relaxed); };
+      p.flushing = [this](bool on) {
+        flushing_.store(on, std::memory_order_relaxed);
+        ticks_.fetch_add(1, std::memory_order_relaxed);  // the phase change is progress too
+      };
+      fn(p);
     } catch (...) {
       error_ = std::current_exception();
     }

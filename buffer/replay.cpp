@@ -19,7 +19,7 @@
 #include "core/fault.h"
 #include "core/run_dir.h"
 #include "envs/registry.h"
-#include "models/policy.h"
+#include "models/state_size.h"
 
 namespace mpirl::buffer {
 
@@ -129,11 +129,7 @@ bool ReplayServer::handle_learners() {
         rb_.update_priorities(u.slots, u.generations, u.priorities, u.n);
         break;
       }
-      case wire::Kind::CheckpointRequest:
-        checkpoint_request(msg, src);
-        // Nothing after it until the snapshot is taken: the part is the state the request saw.
-        if (!ckpt_.dir.empty()) return true;
-        break;
+      case wire::Kind::CheckpointRequest: checkpoint_request(msg, src); break;
       default:  // LearnerBye: acknowledged once every learner has left and the final dump is done
         byes_.push_back(src);
         stopping_ = true;
@@ -149,8 +145,15 @@ void ReplayServer::checkpoint_request(const wire::Message& msg, int src) {
   if (!ckpt_.dir.empty())
     throw Error(fmt::format("replay: a checkpoint request from rank {} for '{}' while the one for '{}' is not done",
                             src, r.dir, ckpt_.dir));
+  // The snapshot now, whatever runs: the part is the state this request saw (the learners' is
+  // learner.pt's). Its items stay in place: no rollout goes into the buffer until the part is
+  // written (a rollout arriving now is in a chunk the snapshot does not hold).
   ckpt_.dir = r.dir;
   ckpt_.src = src;
+  ckpt_.st = checkpoint_state();
+  ckpt_.at = status();
+  ckpt_.items = DumpSnapshot::of(rb_);
+  ckpt_.k = c_.checkpoint;
 }
 
 // A rollout goes straight into a reserved replay chunk (no copy); anything else into discard_.
@@ -259,8 +262,8 @@ bool ReplayServer::serve() {
     pending_.pop_front();
     // Learner 0 keeps the run's episode statistics: it gets them (at most
     // kMaxEpisodeStatsPerReply per reply; the rest wait for the next one).
-    // None while a checkpoint part is written: the part holds them.
-    const int64_t m = dest == 0 && job_ != Job::Checkpoint
+    // None from a checkpoint's snapshot until its part is written: the part holds them.
+    const int64_t m = dest == 0 && ckpt_.dir.empty()
                           ? std::min<int64_t>(int64_t(episodes_.size()), kMaxEpisodeStatsPerReply)
                           : 0;
     wire::Envelope env;

@@ -1,5 +1,6 @@
 #include "buffer/replay_checkpoint.h"
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +9,7 @@
 #include "core/text.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/json_read.h"
 #include "core/fault.h"
 #include "core/run_dir.h"
 
@@ -96,22 +98,16 @@ ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start,
   return st;
 }
 
-ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id,
-                                        const DumpOptions& opts) {
-  const std::string path = dir + "/replay_state.json";
-  nlohmann::json j;
-  try {
-    std::ifstream in(path);
-    if (!in) throw Error("cannot open it");
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("checkpoint file '{}': {}", path, e.what()));
-  }
+ReplayCheckpoint replay_state_from_json(const nlohmann::json& j, const std::string& path) {
   ReplayCheckpoint st;
+  check_json_numbers(j, fmt::format("checkpoint file '{}'", path));
   try {
     st.status = j.at("status").get<ReplayStatus>();
     st.returns = j.at("pending_episode_returns").get<std::vector<float>>();
-    st.lengths = j.at("pending_episode_lengths").get<std::vector<int32_t>>();
+    for (int64_t v : j.at("pending_episode_lengths").get<std::vector<int64_t>>()) {
+      if (v < 0 || v > INT32_MAX) throw Error(fmt::format("a pending episode length of {}", v));
+      st.lengths.push_back(int32_t(v));
+    }
     const auto& b = j.at("buffer");
     auto& r = st.buffer;
     r.counters.inserted = b.at("inserted");
@@ -127,14 +123,30 @@ ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir
     r.max_priority = b.at("max_priority");
     r.rng = b.at("rng");
     if (st.returns.size() != st.lengths.size()) throw Error("pending episode returns and lengths differ in number");
+    st.items = j.value("items", int64_t(-1));
+    st.checksum = j.value("checksum_crc32", uint32_t(0));
   } catch (const std::exception& e) {
     throw Error(fmt::format("checkpoint file '{}' is malformed: {}", path, e.what()));
   }
+  return st;
+}
+
+ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id,
+                                        const DumpOptions& opts) {
+  const std::string path = dir + "/replay_state.json";
+  nlohmann::json j;
+  try {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot open it");
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("checkpoint file '{}': {}", path, e.what()));
+  }
+  ReplayCheckpoint st = replay_state_from_json(j, path);
   auto h = restore_replay(rb, dir + "/replay.h5", env_id, opts);
-  if (h.items != j.value("items", int64_t(-1)) || h.checksum != j.value("checksum_crc32", uint32_t(0)))
+  if (h.items != st.items || h.checksum != st.checksum)
     throw Error(fmt::format("checkpoint '{}': replay.h5 holds {} items with CRC-32 {:08x}, replay_state.json says {} "
-                            "and {:08x}", dir, h.items, h.checksum, j.value("items", int64_t(-1)),
-                            j.value("checksum_crc32", uint32_t(0))));
+                            "and {:08x}", dir, h.items, h.checksum, st.items, st.checksum));
   rb.resume(st.buffer);
   st.checksum = h.checksum;
   return st;

@@ -21,6 +21,7 @@ struct ReplayCheckpoint {
   std::vector<int32_t> lengths;
   ReplayBuffer::ResumeState buffer;    // counters, insertion numbers, limiter, sampler RNG
   uint32_t checksum = 0;               // of the items (read_replay_checkpoint: verified on restore)
+  int64_t items = 0;                   // in replay.h5
 };
 
 // Writes <dir>/replay.h5 (the snapshot's items) and <dir>/replay_state.json, both fsync'ed.
@@ -40,6 +41,9 @@ DumpInfo write_checkpoint_part(const DumpSnapshot& items, const ReplayCheckpoint
 // The returned status has no dump or checkpoint history (this run's start afresh).
 ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start, const std::string& env_id,
                                         const DumpOptions& opts = {});
+// replay_state.json's content (items and checksum: what replay.h5 must hold). Throws Error naming
+// `path` and the missing or malformed field; never undefined behaviour (fuzzed: fuzz_state).
+ReplayCheckpoint replay_state_from_json(const nlohmann::json& j, const std::string& path);
 // Restores the items of <dir>/replay.h5 into `rb` (empty, same layout), applies the buffer state
 // and returns the rest. Throws Error naming the file and what is wrong.
 ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id,

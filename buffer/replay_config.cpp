@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/run_dir.h"
 #include "envs/registry.h"
-#include "models/policy.h"
+#include "models/state_size.h"
 
 namespace mpirl::buffer {
 namespace {

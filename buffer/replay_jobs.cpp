@@ -9,6 +9,9 @@
 #include "core/error.h"
 
 namespace mpirl::buffer {
+namespace {
+constexpr int kFlushStallFactor = 10;  // a flush may take this many run.stall_timeout_s without a tick
+}  // namespace
 
 ReplayCheckpoint ReplayServer::checkpoint_state() const {
   ReplayCheckpoint st;
@@ -33,9 +36,9 @@ void ReplayServer::start_restore() {
   job_ = Job::Restore;
   io_.start(resume ? "restore from checkpoint '" + start_.resume_from + "'"
                    : "restore from '" + cfg_.replay.restore + "'",
-            [this, resume](const IoJob::Tick& tick) {
+            [this, resume](const IoJob::Progress& p) {
               DumpOptions o;
-              o.on_block = tick;
+              o.on_block = p.tick;
               if (resume) restore_.st = resume_from_checkpoint(rb_, start_, cfg_.env.id, o);
               else restore_.items = restore_replay(rb_, cfg_.replay.restore, cfg_.env.id, o).items;
             });
@@ -43,17 +46,15 @@ void ReplayServer::start_restore() {
 }
 
 bool ReplayServer::start_due_work() {
-  // Never while a rollout arrives into the buffer: the snapshot's items must stay where they are.
+  // Not while a rollout arrives into the buffer (its chunk is not in any snapshot, but a dump's
+  // snapshot is taken below and is simplest to reason about with no receive into the buffer).
   if (io_.running() || !work_pending() || (rx_.src >= 0 && rx_.into_chunk)) return false;
-  if (!ckpt_.dir.empty()) {
+  if (!ckpt_.dir.empty()) {  // its snapshot was taken when the request was handled
     job_ = Job::Checkpoint;
-    ckpt_.st = checkpoint_state();
-    ckpt_.at = status();
-    ckpt_.items = DumpSnapshot::of(rb_);
-    ckpt_.k = c_.checkpoint;
-    io_.start("checkpoint part -> " + ckpt_.dir, [this](const IoJob::Tick& tick) {
+    io_.start("checkpoint part -> " + ckpt_.dir, [this](const IoJob::Progress& p) {
       DumpOptions o;
-      o.on_block = tick;
+      o.on_block = p.tick;
+      o.on_flush = p.flushing;
       write_checkpoint_part(ckpt_.items, ckpt_.st, ckpt_.dir, cfg_, ckpt_.k, o);
     });
   } else {
@@ -61,9 +62,10 @@ bool ReplayServer::start_due_work() {
     dump_.why = dump_why_;
     dump_why_ = nullptr;
     dump_.items = DumpSnapshot::of(rb_);
-    io_.start(std::string("dump (") + dump_.why + ")", [this](const IoJob::Tick& tick) {
+    io_.start(std::string("dump (") + dump_.why + ")", [this](const IoJob::Progress& p) {
       DumpOptions o;
-      o.on_block = tick;
+      o.on_block = p.tick;
+      o.on_flush = p.flushing;
       dump_.out = dumps_.write(dump_.items, o);
     });
   }
@@ -79,12 +81,16 @@ bool ReplayServer::poll_job() {
   }
   const double now = now_seconds(), S = cfg_.run.stall_timeout_s;
   const double idle = io_.idle_seconds();
-  if (S > 0 && idle > S) {
+  // The final flush and fsync give no ticks; on a network file system they may take many times
+  // what one block does.
+  const double limit = io_.flushing() ? kFlushStallFactor * S : S;
+  if (S > 0 && idle > limit) {
     if (!stuck_logged_)
-      spdlog::error("replay: {} has made no progress for {:.0f} s (run.stall_timeout_s = {} s) after {} blocks: the "
-                    "file system does not answer. The learners are no longer told the replay is busy; they stop "
-                    "after 2 x run.stall_timeout_s, learner 0 saving model.pt",
-                    io_.what(), idle, S, io_.ticks());
+      spdlog::error("replay: {} has made no progress for {:.0f} s ({}run.stall_timeout_s = {} s) after {} blocks: "
+                    "the file system does not answer. The learners are no longer told the replay is busy; they "
+                    "stop after 2 x run.stall_timeout_s, learner 0 saving model.pt",
+                    io_.what(), idle, io_.flushing() ? fmt::format("flushing the file: {} x ", kFlushStallFactor) : "",
+                    S, io_.ticks());
     stuck_logged_ = true;
     return false;
   }

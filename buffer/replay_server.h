@@ -10,9 +10,10 @@
 //    DumpSnapshot) and the items' storage in place: the loop samples, applies priority updates
 //    and tells the learners it is busy, but takes no rollout into the buffer (a job starts only
 //    with no rollout arriving into it); rollouts after the stop go to a discard buffer and may be
-//    received meanwhile. During a checkpoint part the replies to learner 0 carry no episode
-//    statistics: the part holds them.
-// A job that makes no progress for run.stall_timeout_s is reported once and the learners are no
+//    received meanwhile. A checkpoint's snapshot is taken when its request is handled (while a
+//    dump runs, too); from then until its part is written the replies to learner 0 carry no
+//    episode statistics (the part holds them) and no rollout goes into the buffer.
+// A job that makes no progress for run.stall_timeout_s (10 x while it flushes) is reported once and the learners are no
 // longer told the replay is busy: they stop after 2 x run.stall_timeout_s (learner 0 saves what it
 // can), which ends a job stuck on a hung file system instead of waiting for ever.
 // The final checkpoint part and the end-of-run dump run on the loop's thread: by then every

@@ -210,16 +210,18 @@ Latest latest(const std::string& run_dir, const CheckpointCheck& check) {
     if (it->rfind("ckpt-", 0) != 0 || !is_dir(parent + "/" + *it)) continue;
     const std::string dir = parent + "/" + *it;
     std::string why = verify(dir);
+    bool definite = true;  // a finding about the checkpoint itself (not a failure to read it now)
     if (why.empty() && check) {
       try {
         why = check(dir);
       } catch (const std::exception& e) {
         why = e.what();
+        definite = false;
       }
     }
     if (!why.empty()) {
       out.skipped.push_back(fmt::format("{}: {}", dir, why));
-      out.skipped_dirs.push_back(dir);
+      if (definite) out.skipped_dirs.push_back(dir);
       continue;
     }
     out.dir = dir;
@@ -259,7 +261,10 @@ std::vector<std::string> set_aside(const std::vector<std::string>& dirs) {
   std::vector<std::string> out;
   for (const auto& d : dirs) {
     const auto slash = d.rfind('/');
-    const std::string to = d.substr(0, slash + 1) + "rejected-" + d.substr(slash + 1);
+    std::string to = d.substr(0, slash + 1) + "rejected-" + d.substr(slash + 1);
+    struct stat st {};
+    for (int k = 2; ::stat(to.c_str(), &st) == 0; ++k)  // never onto an earlier rejected one
+      to = d.substr(0, slash + 1) + fmt::format("rejected{}-", k) + d.substr(slash + 1);
     if (std::rename(d.c_str(), to.c_str()) != 0) {
       spdlog::warn("cannot move the rejected checkpoint '{}' aside: {}", d, std::strerror(errno));
       continue;

@@ -45,7 +45,7 @@ struct Latest {
   std::string dir;                   // "" = none
   nlohmann::json info;               // its COMPLETE
   std::vector<std::string> skipped;  // newer directories that are not complete: "<dir>: <why>"
-  std::vector<std::string> skipped_dirs;  // the same directories
+  std::vector<std::string> skipped_dirs;  // those of them with a finding (not a failure of the check to read)
 };
 // The newest checkpoint of a run that verifies and, when given, passes `check` ("" = good, else
 // why not: e.g. weights that are not finite, which a CRC cannot see).
@@ -58,7 +58,7 @@ Latest latest(const std::string& run_dir, const CheckpointCheck& check = {});
 void prune(const std::string& run_dir, int keep, const std::string& in_flight = "");
 
 // A resumed run moves the checkpoints latest() skipped out of the way, to
-// <checkpoints>/rejected-<name> (kept for a look, never loaded, never counted by prune: one named
+// <checkpoints>/rejected-<name> (rejected2-<name>, ... when that exists; kept for a look, never loaded, never counted by prune: one named
 // after a later update would otherwise outrank every checkpoint the resumed run seals). Returns
 // the new paths; errors are logged, not thrown.
 std::vector<std::string> set_aside(const std::vector<std::string>& dirs);

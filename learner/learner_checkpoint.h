@@ -14,24 +14,11 @@
 #include "core/config.h"
 #include "core/run_dir.h"
 #include "learner/batch_source.h"
+#include "learner/learner_state.h"
 #include "learner/run_controller.h"
 #include "learner/trainer.h"
 
 namespace mpirl::learner {
-
-// What state.json holds (learner 0 writes it; every learner reads its own counts from it).
-struct LearnerState {
-  int64_t version = 0;                // updates so far = the policy version of learner.pt
-  int64_t segment = 0;                // of the run that wrote it (0 = not resumed)
-  double elapsed_s = 0;               // run time so far (summed over segments)
-  int64_t metrics_bytes = 0;          // metrics.jsonl's length when the learner state was taken (-1: all of it)
-  std::vector<LearnerCounts> counts;  // per learner
-  RunWindow window;                   // the recent-returns window and episode count
-  ReplayStatus replay;                // the replay's status at its part of the checkpoint
-};
-nlohmann::json to_json(const LearnerState& s);
-// Throws Error naming `where` and the missing or malformed field.
-LearnerState learner_state_from_json(const nlohmann::json& j, const std::string& where);
 
 // Parameters, optimizer state and RNG states from a learner.pt into `trainer`. The archive is read
 // onto the CPU whatever the trainer's device (a GPU learner's RNG states must stay CPU byte

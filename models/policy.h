@@ -9,6 +9,7 @@
 #include "envs/env.h"
 #include "models/core.h"
 #include "models/encoders.h"
+#include "models/state_size.h"
 
 namespace mpirl::models {
 
@@ -26,9 +27,7 @@ struct ModelOptions {
 CoreOptions core_options(const ModelOptions& o, int64_t input);
 // The model section of the config.
 ModelOptions model_options(const Config& cfg);
-// Floats of recurrent state per env of the configured model for `spec` (0 without a core): what
-// every sequence carries as state0.
-int64_t state_size(const Config& cfg, const envs::EnvSpec& spec);
+// state_size(cfg, spec): models/state_size.h.
 // Throws ConfigError naming the key when the model cannot be built for `spec` (rank 0, at start).
 void validate_model_config(const Config& cfg, const envs::EnvSpec& spec);
 

@@ -3,7 +3,9 @@
 # BUILD_DIR (ccache shared with the main build), then runs, each able to fail the job:
 #   - the unit tests of the byte readers (envelopes, consumers' checks, configs, checkpoint
 #     markers, TFRecord, run files) under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   - an MPI program on 2 ranks under the same (buffers of sends in flight when a rank dies);
+#   - an MPI program on 2 ranks under the same (buffers of sends in flight when a rank dies), and
+#     the replay rank's real loop on 3 (tests/mpi/replay_rank.cpp: learner and actor played over
+#     the wire; dumps and a checkpoint part on its I/O thread);
 #   - the emulated CUDA scan kernel and the replay's I/O thread (a dump while the buffer's owner
 #     samples) under ThreadSanitizer;
 #   - each libFuzzer target (bench/fuzz.sh) over its seed corpus (tests/fuzz/corpus/TARGET) and its
@@ -32,11 +34,16 @@ echo "== an MPI program under ASan + UBSan (2 ranks)"
 # and Open MPI's plugins keep theirs; a use after free or an overflow still fails it.
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 mpirun -n 2 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS \
   "$build/asan_in_flight_buffers"
+echo "== the replay rank's loop, I/O thread, dumps and a checkpoint part under ASan + UBSan (3 ranks)"
+rr=$(mktemp -d)
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 mpirun -n 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS \
+  "$build/asan_replay_rank" "$rr"
+rm -rf "$rr"
 echo "== the emulated CUDA scan kernel under TSan"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_emulated_scan" --gtest_brief=1
 echo "== the replay's I/O thread under TSan (a dump while the owner samples)"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_io_job" --gtest_brief=1
-for t in envelope config tfrecord checkpoint dump; do
+for t in envelope config tfrecord checkpoint dump state; do
   echo "== fuzz_$t: the seed corpus and the regression inputs, then $runs more inputs"
   FUZZ_BUILD_DIR="$build" FUZZ_SEED=1 "$root/bench/fuzz.sh" "$t" 600 "$runs"
 done

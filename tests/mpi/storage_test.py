@@ -127,6 +127,25 @@ def fill(path, leave):
     return filler
 
 
+def keep_free(path, filler, leave, stop):
+    """Holds the file system at about LEAVE bytes free (within 256 KiB) until STOP is set: a run
+    writing a checkpoint while the filler was written, or removing a failed one, would otherwise
+    leave more or less room than the case is about."""
+    with open(filler, "ab") as f:
+        while not stop.is_set():
+            st = os.statvfs(path)
+            free = st.f_bavail * st.f_frsize
+            try:
+                if free > leave + (256 << 10):
+                    f.write(b"\0" * min(free - leave, 1 << 20))
+                    f.flush()
+                elif free < leave:
+                    os.ftruncate(f.fileno(), max(0, os.fstat(f.fileno()).st_size - (leave - free)))
+            except OSError:
+                pass
+            time.sleep(0.005)
+
+
 def disk_case(args, leave):
     mnt = args.workdir
     out_dir = os.path.join(mnt, "out")
@@ -142,8 +161,12 @@ def disk_case(args, leave):
         st = os.statvfs(mnt)
         print(f"before filling: {st.f_bavail * st.f_frsize / 2**20:.1f} MiB free; the run holds "
               f"{subprocess.run(['du', '-sh', d], capture_output=True, text=True).stdout.strip()}", flush=True)
-        filler = fill(mnt, leave)
+        filler = fill(mnt, leave) or os.path.join(mnt, "filler")
         filled_at = time.time()
+        import threading
+        stop_keeping = threading.Event()
+        keeper = threading.Thread(target=keep_free, args=(mnt, filler, leave, stop_keeping), daemon=True)
+        keeper.start()
         rows_full = sum(1 for _ in open(os.path.join(d, "metrics.jsonl")))
         # Events, not time: the learner logs each checkpoint that fails (one is due every 25 updates).
         t0 = time.time()
@@ -158,6 +181,8 @@ def disk_case(args, leave):
         check(failed >= 2, f"two checkpoints failed on the full disk and the run went on ({failed})")
         # A dump that failed must not leave its file open (HDF5 keeps a file it could not flush).
         check(fds() <= fds_before, f"the replay holds no more open files than before ({fds_before} -> {fds()})")
+        stop_keeping.set()
+        keeper.join()
         proc.send_signal(signal.SIGUSR1)
         out, _ = proc.communicate(timeout=240)
     finally:
@@ -183,7 +208,7 @@ def disk_case(args, leave):
         check(os.path.getsize(os.path.join(d, "model.pt")) > 0 and (written or "model.pt not written" in out),
               "model.pt " + ("written at the end in space a failed checkpoint gave back" if written else
                              "could not be written, the one written before stays"))
-    if filler:
+    if os.path.exists(filler):
         os.remove(filler)
     rows = sum(1 for _ in open(os.path.join(d, "metrics.jsonl")))
     check(rows >= rows_full, f"metrics.jsonl kept its {rows_full} rows ({rows})")

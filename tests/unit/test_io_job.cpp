@@ -62,20 +62,20 @@ TEST(IoJob, RunsCountsTicksAndHandsBackTheError) {
   IoJob job;
   EXPECT_FALSE(job.running());
   std::atomic<bool> go{false};
-  job.start("ok", [&](const IoJob::Tick& tick) {
+  job.start("ok", [&](const IoJob::Progress& p) {
     while (!go.load()) std::this_thread::yield();
-    for (int i = 0; i < 5; ++i) tick();
+    for (int i = 0; i < 5; ++i) p.tick();
   });
   EXPECT_TRUE(job.running());
   EXPECT_FALSE(job.finished());  // it waits for `go`: not finished, whatever the machine's speed
-  EXPECT_THROW(job.start("second", [](const IoJob::Tick&) {}), Error);  // one at a time
+  EXPECT_THROW(job.start("second", [](const IoJob::Progress&) {}), Error);  // one at a time
   go = true;
   while (!job.finished()) std::this_thread::yield();
   EXPECT_EQ(job.ticks(), 5);
   EXPECT_EQ(job.collect(), nullptr);
   EXPECT_FALSE(job.running());
 
-  job.start("fails", [](const IoJob::Tick&) { throw std::runtime_error("disk on fire"); });
+  job.start("fails", [](const IoJob::Progress&) { throw std::runtime_error("disk on fire"); });
   while (!job.finished()) std::this_thread::yield();
   auto e = job.collect();
   ASSERT_NE(e, nullptr);
@@ -89,11 +89,15 @@ TEST(IoJob, RunsCountsTicksAndHandsBackTheError) {
 TEST(IoJob, IdleSecondsRestartWithEachTick) {
   IoJob job;
   std::atomic<int> step{0};
-  job.start("ticks on demand", [&](const IoJob::Tick& tick) {
+  job.start("ticks on demand", [&](const IoJob::Progress& p) {
     while (step.load() < 1) std::this_thread::yield();
-    tick();
+    p.tick();
     step = 2;
     while (step.load() < 3) std::this_thread::yield();
+    p.flushing(true);
+    step = 4;
+    while (step.load() < 5) std::this_thread::yield();
+    p.flushing(false);
   });
   const double before = job.idle_seconds();
   while (job.idle_seconds() <= before) std::this_thread::yield();  // time passes with no tick
@@ -101,7 +105,11 @@ TEST(IoJob, IdleSecondsRestartWithEachTick) {
   step = 1;
   while (step.load() < 2) std::this_thread::yield();
   EXPECT_LT(job.idle_seconds(), idle + 1e-9);  // the tick restarted the clock (monotone otherwise)
+  EXPECT_FALSE(job.flushing());
   step = 3;
+  while (step.load() < 4) std::this_thread::yield();
+  EXPECT_TRUE(job.flushing());
+  step = 5;
   while (!job.finished()) std::this_thread::yield();
   EXPECT_EQ(job.collect(), nullptr);
 }
@@ -129,12 +137,17 @@ TEST(IoJob, DumpOfASnapshotWhileTheOwnerSamples) {
   const std::string path = (tmp.p / "concurrent.h5").string();
   DumpInfo info;
   IoJob job;
-  job.start("dump", [&](const IoJob::Tick& tick) {
+  std::atomic<int> flushes{0};
+  job.start("dump", [&](const IoJob::Progress& p) {
     DumpOptions d;
     d.io_bytes = 256;  // many blocks
+    d.on_flush = [&](bool on) {
+      p.flushing(on);
+      flushes += on ? 1 : 10;
+    };
     bool waited = false;
     d.on_block = [&] {
-      tick();
+      p.tick();
       if (!waited)
         while (sampled.load() < 40) std::this_thread::yield();
       waited = true;
@@ -152,6 +165,8 @@ TEST(IoJob, DumpOfASnapshotWhileTheOwnerSamples) {
   ASSERT_EQ(job.collect(), nullptr);
   EXPECT_GE(n, 40);
   EXPECT_GT(job.ticks(), 10);
+  EXPECT_EQ(flushes.load(), 11);  // the flush phase was announced, then ended
+  EXPECT_FALSE(job.flushing());
   EXPECT_EQ(info.items, 64);
 
   // The file's bookkeeping is the snapshot's, not the live buffer's.
