@@ -62,7 +62,6 @@ const char* DumpScheduler::due(bool stopping) {
   if (g_dump_requested.exchange(false)) why = "SIGUSR2";
   else if (cfg_.replay.dump_interval_s > 0 && !stopping && now_seconds() - last_ >= cfg_.replay.dump_interval_s)
     why = "interval";
-  if (why) last_ = now_seconds();
   return why;
 }
 
@@ -82,7 +81,6 @@ bool DumpScheduler::finish(const ReplayBuffer& rb, const DumpInfo* same_as) {
       spdlog::warn("replay dump (end of run): cannot link the checkpoint's ({}); writing it in full", e.what());
     }
   }
-  last_ = now_seconds();
   const Outcome o = write(DumpSnapshot::of(rb), {});
   record(o, "end of run");
   status_.final_failed = !o.ok;

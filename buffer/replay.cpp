@@ -86,24 +86,23 @@ ReplayStatus ReplayServer::status() const {
 }
 
 void ReplayServer::send_small(wire::Kind kind, int dest, int tag, bool with_status) {
+  if (with_status) return send_status(kind, dest, tag, status());
   wire::Envelope env;
   env.kind = kind;
-  env.sender = comms_.rank;
-  env.seq = seq_++;
-  env.has_status = with_status;
-  if (with_status) env.status = status();
-  auto& buf = sends_.acquire();
-  buf = wire::build_frame(env, nullptr, 0);
-  sends_.send(buf, buf.size(), dest, tag, comms_.world);
+  send_envelope(env, dest, tag);
 }
 
 void ReplayServer::send_status(wire::Kind kind, int dest, int tag, const ReplayStatus& s) {
   wire::Envelope env;
   env.kind = kind;
-  env.sender = comms_.rank;
-  env.seq = seq_++;
   env.has_status = true;
   env.status = s;
+  send_envelope(env, dest, tag);
+}
+
+void ReplayServer::send_envelope(wire::Envelope& env, int dest, int tag) {
+  env.sender = comms_.rank;
+  env.seq = seq_++;
   auto& buf = sends_.acquire();
   buf = wire::build_frame(env, nullptr, 0);
   sends_.send(buf, buf.size(), dest, tag, comms_.world);

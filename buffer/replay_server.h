@@ -50,6 +50,7 @@ class ReplayServer {
   ReplayStatus status() const;  // the replay's own counters (c_) and the buffer's
   void send_small(wire::Kind kind, int dest, int tag, bool with_status);
   void send_status(wire::Kind kind, int dest, int tag, const ReplayStatus& s);
+  void send_envelope(wire::Envelope& env, int dest, int tag);  // no arrays; sets sender and seq
   bool handle_learners();
   void checkpoint_request(const wire::Message& msg, int src);
   bool handle_actors();

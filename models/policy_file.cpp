@@ -110,13 +110,20 @@ void load_policy_archive(Policy& policy, torch::serialize::InputArchive& ar, con
   load_module(*policy, ar, "", what);
 }
 
-void load_policy_file(Policy& policy, const std::string& path) {
-  torch::serialize::InputArchive ar;
+namespace {
+// A LibTorch archive file read onto the CPU; errors name the file.
+void read_archive(torch::serialize::InputArchive& ar, const std::string& path) {
   try {
     ar.load_from(path, torch::Device(torch::kCPU));
   } catch (const std::exception& e) {
     throw Error(fmt::format("cannot read '{}': {}", path, e.what()));
   }
+}
+}  // namespace
+
+void load_policy_file(Policy& policy, const std::string& path) {
+  torch::serialize::InputArchive ar;
+  read_archive(ar, path);
   load_policy_archive(policy, ar, path);
 }
 
@@ -140,11 +147,7 @@ std::string first_nonfinite(torch::serialize::InputArchive& ar, const std::strin
 
 std::string nonfinite_policy_tensor(const std::string& path, const std::string& sub) {
   torch::serialize::InputArchive ar;
-  try {
-    ar.load_from(path, torch::Device(torch::kCPU));
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("cannot read '{}': {}", path, e.what()));
-  }
+  read_archive(ar, path);
   if (sub.empty()) return first_nonfinite(ar, "");
   torch::serialize::InputArchive child;
   if (!ar.try_read(sub, child)) throw Error(fmt::format("'{}' holds no '{}'", path, sub));
