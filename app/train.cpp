@@ -132,6 +132,9 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
     v.finished = finished_reason(cfg, state, run_dir);
     if (!v.finished.empty()) return true;  // nothing is touched: no rewind, no new config
     rewind_metrics(run_dir, state.at("metrics_bytes").get<int64_t>(), v.start.segment - 1);
+    // Files a killed rank was writing (summary.json, model.pt): no rank of this run writes yet.
+    for (const auto& name : remove_stale_temporaries(run_dir))
+      fmt::print(stderr, "mpirl: removed {}, a file left half-written when the run was stopped\n", name);
     for (const auto& moved : ckpt::set_aside(latest.skipped_dirs))
       fmt::print(stderr, "mpirl: the skipped checkpoint is kept as {} (never loaded)\n", moved);
   } catch (const nlohmann::json::exception& e) {

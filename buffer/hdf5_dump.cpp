@@ -1,7 +1,6 @@
 #include "buffer/hdf5_dump.h"
 #include "buffer/hdf5_io.h"
 
-#include <dirent.h>
 #include <hdf5.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,29 +19,6 @@
 
 namespace mpirl::buffer {
 namespace fs = std::filesystem;
-namespace {
-
-// Removes PATH.tmp.<digits> files (dumps killed mid-write) next to `path`, except `keep`.
-// Best effort: a leftover that cannot be removed does not fail the dump that just succeeded.
-void remove_stale_temporaries(const std::string& path, const std::string& keep) {
-  const fs::path p(path);
-  const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
-  const std::string prefix = p.filename().string() + ".tmp.", own = fs::path(keep).filename().string();
-  // POSIX, not std::filesystem::directory_iterator (LibTorch exports its own copy of it).
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  std::vector<std::string> stale;
-  while (const dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0 || name == own) continue;
-    if (name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) continue;
-    stale.push_back(name);
-  }
-  ::closedir(d);
-  for (auto& name : stale) ::unlink((fs::path(dir) / name).c_str());
-}
-
-}  // namespace
 
 uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
   return uint32_t(::crc32_z(crc, static_cast<const Bytef*>(data), z_size_t(n)));
@@ -166,7 +142,10 @@ DumpInfo dump_replay(const DumpSnapshot& snap, const std::string& path, const st
   info.checksum = crc;
   info.bytes = bytes;
   write_json_atomic(path + ".complete", {{"items", n}, {"checksum_crc32", crc}, {"bytes", bytes}});
-  remove_stale_temporaries(path, tmp);
+  // Dumps killed mid-write leave PATH.tmp.<pid>: removed after a successful one (best effort).
+  const fs::path pp(path);
+  remove_stale_temporaries(pp.has_parent_path() ? pp.parent_path().string() : ".", pp.filename().string(),
+                           fs::path(tmp).filename().string());
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return info;
 }

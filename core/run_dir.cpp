@@ -1,5 +1,7 @@
 #include "core/run_dir.h"
 
+#include <dirent.h>
+
 #include <chrono>
 #include <ctime>
 #include <fcntl.h>
@@ -199,6 +201,27 @@ void append_json_line(const std::string& path, const nlohmann::json& value) {
   const bool ok = w == ssize_t(line.size()) && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) throw Error(fmt::format("cannot append to '{}': {}", path, std::strerror(err)));
+}
+
+std::vector<std::string> remove_stale_temporaries(const std::string& dir, const std::string& name,
+                                                  const std::string& keep) {
+  std::vector<std::string> stale;
+  // POSIX, not std::filesystem::directory_iterator (LibTorch exports its own copy of it).
+  DIR* d = ::opendir(dir.empty() ? "." : dir.c_str());
+  if (!d) return stale;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string entry = e->d_name;
+    const size_t at = entry.rfind(".tmp.");
+    if (at == std::string::npos || at == 0 || entry == keep) continue;
+    if (!name.empty() && entry.compare(0, at, name) != 0) continue;
+    if (entry.size() == at + 5 || entry.find_first_not_of("0123456789", at + 5) != std::string::npos) continue;
+    stale.push_back(entry);
+  }
+  ::closedir(d);
+  std::vector<std::string> removed;
+  for (auto& entry : stale)
+    if (::unlink((fs::path(dir) / entry).c_str()) == 0) removed.push_back(entry);
+  return removed;
 }
 
 void fsync_path(const std::string& p, bool directory) {

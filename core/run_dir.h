@@ -2,6 +2,7 @@
 // The run directory runs/<name>/: config.toml, metrics.jsonl, summary.json, model.pt.
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -70,6 +71,12 @@ void write_json_atomic(const std::string& path, const nlohmann::json& value);
 // Appends one JSON line with a single O_APPEND write (lines of several ranks never interleave)
 // and fsyncs it. Throws mpirl::Error naming the path.
 void append_json_line(const std::string& path, const nlohmann::json& value);
+// Removes the files a write killed mid-way leaves in `dir` (write_file_atomic's and the replay
+// dumps' NAME.tmp.<digits>): every such file, or only those of NAME == `name` when given, never
+// `keep` (a name in `dir`). Best effort (a file that cannot be removed stays); returns the names
+// removed. Only for a directory no live process is writing such a file into under another pid.
+std::vector<std::string> remove_stale_temporaries(const std::string& dir, const std::string& name = "",
+                                                  const std::string& keep = "");
 // fsyncs a file or directory; throws mpirl::Error naming it.
 void fsync_path(const std::string& path, bool directory);
 

@@ -72,7 +72,8 @@ def finished_run(p, run_dir, min_steps, exit_code=0):
     check(s["sps"] > 0 and s["wall_time_s"] > 0, "sps and wall time reported")
     for f in ("config.toml", "metrics.jsonl", "model.pt"):
         check(os.path.getsize(os.path.join(run_dir, f)) > 0, f"{f} written")
-    check(not glob.glob(os.path.join(run_dir, "*.tmp.*")), "no temporary files left in the run directory")
+    left = [os.path.basename(f) for f in glob.glob(os.path.join(run_dir, "*.tmp.*"))]
+    check(not left, f"no temporary files left in the run directory {left}")
     rows = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
     check(len(rows) >= 1 and all("env_steps" in r and "sps" in r for r in rows), f"{len(rows)} metrics rows")
     steps = [r["env_steps"] for r in rows]

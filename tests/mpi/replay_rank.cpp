@@ -6,7 +6,8 @@
 //   - the learner asks for batches, sends priority updates for every item it gets, asks for a
 //     checkpoint part after kBatchesBeforeCheckpoint batches and waits for CheckpointDone (taking
 //     any ReplayBusy meanwhile), then leaves (LearnerBye) and drains to the LearnerByeAck;
-//   - the replay dumps every 20 ms on its I/O thread meanwhile, and at the end.
+//   - the replay dumps every 20 ms on its I/O thread meanwhile, and at the end; the learner goes on
+//     asking for batches until a reply's status shows an interval dump written (an event, not a time).
 // Checks (each rank exits non-zero on a failure; mpirun then fails): counts that add up in the
 // final status, a checkpoint part written, dumps written, replies of the right size. No LibTorch:
 // the model's state size and the env spec come from the two functions defined below.
@@ -116,12 +117,14 @@ void learner(const Config& cfg, const SeqLayout& layout, const std::string& run_
     send(small, {}, 1, kTagLearnerReq);
   };
   int batches = 0, busy = 0, done = 0;
-  int64_t items = 0;
+  int64_t items = 0, items_at_request = -1, interval_dumps = 0;
   const std::string dir = run_dir + "/part";
   ::mkdir(dir.c_str(), 0755);
   ReplayStatus at_done;
   request();
-  while (done == 0) {
+  // Until the checkpoint part is done and an interval dump has been written: the test waits for
+  // the dump (an event in the replies' status), never for a length of time.
+  while (done == 0 || interval_dumps == 0) {
     auto msg = recv(buf, 1, kTagLearnerReply);
     if (msg.env.kind == wire::Kind::ReplayBusy) {
       ++busy;
@@ -130,6 +133,8 @@ void learner(const Config& cfg, const SeqLayout& layout, const std::string& run_
     if (msg.env.kind == wire::Kind::CheckpointDone) {
       ++done;
       at_done = msg.env.status;
+      items_at_request = items;
+      if (interval_dumps == 0) request();
       continue;
     }
     if (msg.env.kind != wire::Kind::SampleReply) throw Error("learner: unexpected reply");
@@ -137,6 +142,7 @@ void learner(const Config& cfg, const SeqLayout& layout, const std::string& run_
     if (n != B) throw Error("learner: a batch of the wrong size");
     ++batches;
     items += n;
+    interval_dumps = msg.env.status.dump.dumps;
     // New priorities for what it got.
     wire::Envelope pu;
     pu.kind = wire::Kind::PriorityUpdate;
@@ -152,7 +158,7 @@ void learner(const Config& cfg, const SeqLayout& layout, const std::string& run_
       std::memcpy(payload.data() + off[2] + size_t(i) * 4, &p, 4);
     }
     send(pu, payload, 1, kTagLearnerReq);
-    if (batches == kBatchesBeforeCheckpoint) {
+    if (batches == kBatchesBeforeCheckpoint && done == 0) {
       wire::Envelope cr;
       cr.kind = wire::Kind::CheckpointRequest;
       cr.sender = 0;
@@ -164,14 +170,15 @@ void learner(const Config& cfg, const SeqLayout& layout, const std::string& run_
       std::memcpy(p.data() + o[0], dir.data(), dir.size());
       p[o[1]] = 0;
       send(cr, p, 1, kTagLearnerReq);
-    } else {
+    } else if (done == 0 || interval_dumps == 0) {
       request();
     }
   }
   expect(at_done.checkpoint.last_ok && at_done.checkpoint.completed == 1,
          "learner: the checkpoint part was written (" + at_done.checkpoint.last_error + ")");
-  expect(at_done.sampled_by_learner.size() == 1 && at_done.sampled_by_learner[0] == items,
-         "learner: CheckpointDone carries the status at the request (" + std::to_string(items) + " items sampled)");
+  expect(at_done.sampled_by_learner.size() == 1 && at_done.sampled_by_learner[0] == items_at_request,
+         "learner: CheckpointDone carries the status at the request (" + std::to_string(items_at_request) +
+             " items sampled)");
   struct stat st {};
   expect(::stat((dir + "/replay.h5").c_str(), &st) == 0 && ::stat((dir + "/replay_state.json").c_str(), &st) == 0,
          "learner: replay.h5 and replay_state.json are in the part's directory");

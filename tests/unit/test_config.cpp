@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <algorithm>
 #include <unistd.h>
 
 #include <filesystem>
@@ -139,6 +140,40 @@ TEST(RunFiles, AtomicWritesReplaceWholeFilesAndNameTheFailure) {
   } catch (const mpirl::Error& e) {
     EXPECT_NE(std::string(e.what()).find("model.pt"), std::string::npos) << e.what();
   }
+  (void)std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// Defect (CI, storage.kill_replay_part): learner 0, killed by mpirun while it wrote summary.json
+// or model.pt, left NAME.tmp.<pid> in the run directory, and the resumed run kept it for ever. The
+// resume removes exactly those files (NAME.tmp.<digits>), or those of one NAME, never `keep`.
+TEST(RunFiles, StaleTemporariesAreRemovedAndNothingElse) {
+  const std::string dir = "/tmp/mpirl-stale-" + std::to_string(::getpid());
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  const std::vector<std::string> stale{"summary.json.tmp.4242", "model.pt.tmp.7", "replay.h5.tmp.123"};
+  const std::vector<std::string> kept{"summary.json", "summary.json.tmp.", "model.pt.tmp.12x", ".tmp.5",
+                                      "metrics.jsonl", "replay.h5.tmp.1.h5", "notes.tmp.txt"};
+  for (const auto& n : stale) std::ofstream(dir + "/" + n) << "half a file";
+  for (const auto& n : kept) std::ofstream(dir + "/" + n) << "not a temporary";
+  auto list = [&] {
+    std::set<std::string> names;
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (dirent* e = ::readdir(d))
+        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.insert(e->d_name);
+      ::closedir(d);
+    }
+    return names;
+  };
+  // One name, and its own temporary kept.
+  auto removed = remove_stale_temporaries(dir, "replay.h5", "replay.h5.tmp.123");
+  EXPECT_TRUE(removed.empty());
+  removed = remove_stale_temporaries(dir, "model.pt");
+  EXPECT_EQ(removed, std::vector<std::string>{"model.pt.tmp.7"});
+  // Every name.
+  removed = remove_stale_temporaries(dir);
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{"replay.h5.tmp.123", "summary.json.tmp.4242"}));
+  EXPECT_EQ(list(), std::set<std::string>(kept.begin(), kept.end()));
+  EXPECT_TRUE(remove_stale_temporaries(dir + "/missing").empty());
   (void)std::system(("rm -rf '" + dir + "'").c_str());
 }
 
