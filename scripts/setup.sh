@@ -9,7 +9,7 @@ source "$here/versions.env"
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   openmpi-bin libopenmpi-dev
-  libhdf5-dev hdf5-tools
+  libhdf5-dev hdf5-tools libzstd-dev
   libboost-serialization-dev
   libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
