@@ -15,6 +15,7 @@
 #include "models/policy.h"
 #include "core/error.h"
 #include "core/fault.h"
+#include "comm/rollout_codec.h"
 #include "comm/seq_layout.h"
 #include "comm/transport.h"
 #include "comm/wire.h"
@@ -25,7 +26,10 @@ namespace {
 // One preallocated rollout message: header region, then the payload for E sequences and room for
 // up to E*T finished-episode statistics.
 // (A MsgBuffer: kept for MPI if the actor dies with its send in flight.)
+// With compressed observations the frame sent is z's (buf keeps the raw rollout, whose last
+// observations start the next one).
 struct Slot : MsgBuffer {
+  MsgBuffer z;
   char* payload() { return buf.data() + wire::kHeaderRegion; }
 };
 
@@ -60,6 +64,12 @@ class Actor {
     for (auto& s : slots_) s.buf.resize(wire::kHeaderRegion + payload);
     boot_count_.assign(size_t(E_), 0);
     ctl_.buf.resize(4096);
+    const auto& how = cfg.actor.compress_obs;
+    if (how == "zstd" && !obs_compressible(spec_))
+      throw ConfigError(fmt::format("config key 'actor.compress_obs' = \"zstd\": {} has no uint8 image observations "
+                                    "to compress (use \"auto\" or \"none\")", spec_.id));
+    if (how != "none" && obs_compressible(spec_))
+      codec_ = std::make_unique<ObsCodec>(ObsCodecOptions{cfg.actor.compress_level, true, false});
   }
 
   void run() {
@@ -126,9 +136,10 @@ class Actor {
       poll_ctl();
       if (!policy_->poll()) stop_ = true;
       if (stop_) return false;
-      int done = 1;
+      int done = 1, zdone = 1;
       if (s.req != MPI_REQUEST_NULL) MPIRL_MPI(MPI_Test(&s.req, &done, MPI_STATUS_IGNORE));
-      if (done && credits_ > 0) return true;
+      if (s.z.req != MPI_REQUEST_NULL) MPIRL_MPI(MPI_Test(&s.z.req, &zdone, MPI_STATUS_IGNORE));
+      if (done && zdone && credits_ > 0) return true;
       b.idle();
     }
   }
@@ -240,9 +251,16 @@ class Actor {
     env.sender = comms_.rank;
     env.seq = seq_++;
     env.policy_version = min_version_;
-    env.arrays = std::move(arrays);
-    size_t total = wire::write_header(s.buf.data(), wire::kHeaderRegion, env);
-    MPIRL_MPI(MPI_Isend(s.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world, &s.req));
+    if (codec_) {
+      const size_t total = encode_rollout(*codec_, *layout_, s.payload(), E_, m, env, s.z.buf);
+      MPIRL_MPI(MPI_Isend(s.z.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world,
+                          &s.z.req));
+    } else {
+      env.arrays = std::move(arrays);
+      size_t total = wire::write_header(s.buf.data(), wire::kHeaderRegion, env);
+      MPIRL_MPI(MPI_Isend(s.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world,
+                          &s.req));
+    }
     --credits_;
     env_steps_sent_ += E_ * T_;
   }
@@ -261,7 +279,10 @@ class Actor {
   // ActorDone, then wait for its ack.
   void finish() {
     policy_->finish();
-    for (auto& s : slots_) wait_request(s.req, [&] { poll_ctl(); });
+    for (auto& s : slots_) {
+      wait_request(s.req, [&] { poll_ctl(); });
+      wait_request(s.z.req, [&] { poll_ctl(); });
+    }
     wire::Envelope env;
     env.kind = wire::Kind::ActorDone;
     env.sender = comms_.rank;
@@ -292,6 +313,7 @@ class Actor {
   int64_t min_version_ = -1;
   uint64_t seq_ = 0;
   int64_t env_steps_sent_ = 0;  // counted here; the replay and the learners count their own
+  std::unique_ptr<ObsCodec> codec_;  // compressed observations (actor.compress_obs), else null
   bool stop_ = false, done_acked_ = false;
 };
 

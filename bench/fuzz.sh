@@ -8,7 +8,7 @@
 #   - with FUZZ_MERGE=1, the inputs that add coverage are merged into tests/fuzz/corpus/TARGET
 #     (libFuzzer's -merge=1 keeps the smallest set that covers what the corpus and the new ones do).
 # Prints the executions, their rate and the coverage libFuzzer reports.
-# Usage: bench/fuzz.sh TARGET SECONDS [RUNS]   TARGET: envelope, config, tfrecord, checkpoint, dump, state
+# Usage: bench/fuzz.sh TARGET SECONDS [RUNS]   TARGET: envelope, config, tfrecord, checkpoint, dump, state, obs
 # Environment: FUZZ_BUILD_DIR (default build/hardening), FUZZ_JOBS (parallel fuzzing processes,
 # default 1), FUZZ_MERGE (default 0), FUZZ_SEED (default 0: a new one each run; the CTest fixes it,
 # so CI replays the same inputs every time).
@@ -25,7 +25,7 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root/tests/hardening" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="${cxx/clang++/clang}" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 fi
 cmake --build "$build" --target "fuzz_$target" make_corpus >/dev/null
-case $target in envelope | config | tfrecord | checkpoint | dump | state) ;; *) echo "fuzz: unknown target $target" >&2; exit 2 ;; esac
+case $target in envelope | config | tfrecord | checkpoint | dump | state | obs) ;; *) echo "fuzz: unknown target $target" >&2; exit 2 ;; esac
 corpus="$root/tests/fuzz/corpus/$target"
 regress="$root/tests/fuzz/regressions/$target"
 mkdir -p "$corpus" "$regress"

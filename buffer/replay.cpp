@@ -233,9 +233,30 @@ void ReplayServer::received(const Incoming& in) {
     send_small(wire::Kind::ActorDoneAck, src, kTagActorCtl, false);
     return;
   }
-  int64_t rows = layout_.check(msg, src);
+  size_t payload_offset = size_t(msg.payload - buf);
+  size_t stats_at = layout_.fields().size();  // the statistics follow the sequences
+  int64_t rows = 0;
+  if (is_compressed_rollout(msg)) {
+    // Decoded where a plain rollout's payload would be, from a copy of the frame (it is in the
+    // same chunk). A malformed one throws naming the actor, like a plain one.
+    packed_.assign(buf, buf + count);
+    msg = wire::decode(packed_.data(), packed_.size(), src, {wire::Kind::Rollout});
+    char* dst = buf + wire::kHeaderRegion;
+    if (!into_chunk) {
+      plain_.resize(wire::kHeaderRegion + layout_.field_offset(layout_.fields().size(), E));
+      dst = plain_.data() + wire::kHeaderRegion;
+    }
+    rows = decode_rollout(codec_, layout_, msg, src, dst, E);
+    ++compressed_.rollouts;
+    compressed_.wire_bytes += msg.env.arrays[0].shape[0];
+    compressed_.raw_bytes += int64_t(layout_.field(Seq::Obs).bytes) * rows;
+    payload_offset = wire::kHeaderRegion;
+    ++stats_at;
+  } else {
+    rows = layout_.check(msg, src);
+  }
   if (rows != E) throw Error(fmt::format("rollout from rank {} holds {} envs, expected env.num_envs = {}", src, rows, E));
-  const auto stats = read_episode_stats(msg, layout_.fields().size(), src);  // after the sequences
+  const auto stats = read_episode_stats(msg, stats_at, src);
   if (!into_chunk) {
     if (!stopping_)
       throw Error(fmt::format("rollout from rank {} is {} bytes, more than the {} a rollout can take", src, count,
@@ -243,7 +264,7 @@ void ReplayServer::received(const Incoming& in) {
     ++c_.discarded_rollouts;
   } else {  // matched before the stop (or after, into a chunk): stored and counted as such
     episodes_.add(stats.returns, stats.lengths, stats.n);
-    rb_.commit_chunk(size_t(msg.payload - buf), rows);
+    rb_.commit_chunk(payload_offset, rows);
     ++c_.rollouts;
     c_.env_steps += rows * layout_.T();
     c_.episodes += int64_t(stats.n);
@@ -301,6 +322,10 @@ void ReplayServer::finish_learners() {
   DumpInfo part;
   if (!final_checkpoint_.empty()) part = checkpoint(final_checkpoint_);
   dumps_.finish(rb_, part.path.empty() ? nullptr : &part);
+  if (compressed_.rollouts > 0)
+    spdlog::info("replay: {} rollouts arrived with compressed observations: {:.2f} MB for {:.2f} MB decoded, {:.1f}x",
+                 compressed_.rollouts, compressed_.wire_bytes / 1e6, compressed_.raw_bytes / 1e6,
+                 double(compressed_.raw_bytes) / double(compressed_.wire_bytes));
   for (int l : byes_) send_small(wire::Kind::LearnerByeAck, l, kTagLearnerReply, true);
   acked_ = true;
 }

@@ -30,6 +30,7 @@
 #include "buffer/stall_watch.h"
 #include "comm/protocol.h"
 #include "comm/ranks.h"
+#include "comm/rollout_codec.h"
 #include "comm/seq_layout.h"
 #include "comm/transport.h"
 #include "comm/wire.h"
@@ -86,6 +87,13 @@ class ReplayServer {
   SendPool sends_;
   std::vector<char> rbuf_;
   MsgBuffer discard_;  // rollouts that arrive after the stop (received, counted, dropped)
+  // Compressed rollouts (comm/rollout_codec.h): the received frame is copied out of the chunk
+  // (packed_), then decoded into the chunk in the plain layout (or into plain_ when discarded).
+  ObsCodec codec_;
+  std::vector<char> packed_, plain_;
+  struct {
+    int64_t rollouts = 0, wire_bytes = 0, raw_bytes = 0;  // their observations: encoded, decoded
+  } compressed_;
   Incoming rx_;        // the rollout being received (src < 0: none)
   std::deque<int> pending_;
   PendingEpisodes episodes_;

@@ -284,7 +284,7 @@ const std::vector<std::string>& resume_safe_keys() {
       "run.total_env_steps", "run.max_wall_seconds", "run.stop_mean_return", "run.log_interval_s", "run.progress", "run.tensorboard",
       "run.stall_timeout_s", "run.checkpoint", "run.checkpoint_interval_s", "run.checkpoint_every_updates", "run.keep_checkpoints",
       "run.resume", "replay.dump", "replay.dump_interval_s", "actor.threads", "actor.param_tests", "learner.threads",
-      "actor.inference", "actor.env_groups", "roles.inference_per_node", "roles.inference_hosts", "inference.max_batch_rows",
+      "actor.inference", "actor.env_groups", "actor.compress_obs", "actor.compress_level", "roles.inference_per_node", "roles.inference_hosts", "inference.max_batch_rows",
       "inference.max_wait_us", "inference.device", "inference.threads", "inference.emulate_batch_us",
       "inference.emulate_row_us", "learner.frozen", "learner.on_nonfinite", "learner.nonfinite_limit",
       "learner.device", "learner.collective_timeout_s", "learner.cuda_graph", "learner.self_check",

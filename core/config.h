@@ -35,6 +35,8 @@ struct Config {
     int rollout_len = 1, max_inflight = 2, threads = 1, param_tests = 0;
     std::string inference = "local";  // "local" (the actor's own CPU) | "central" (inference ranks)
     int env_groups = 1;               // envs split into groups stepped in turn (central: overlapped)
+    std::string compress_obs = "auto";  // "auto" (zstd for uint8 images) | "zstd" | "none" (comm/rollout_codec.h)
+    int compress_level = 1;             // zstd level of compressed observations
   } actor;
   struct Replay {
     int capacity = 1;

@@ -59,6 +59,8 @@ const Schema& schema() {
     m["actor.param_tests"] = int_field(0, 4096, [](Config& c, int64_t v) { c.actor.param_tests = int(v); });
     m["actor.inference"] = string_field({"local", "central"}, [](Config& c, std::string v) { c.actor.inference = v; });
     m["actor.env_groups"] = int_field(1, 1024, [](Config& c, int64_t v) { c.actor.env_groups = int(v); });
+    m["actor.compress_obs"] = string_field({"auto", "zstd", "none"}, [](Config& c, std::string v) { c.actor.compress_obs = v; });
+    m["actor.compress_level"] = int_field(-7, 19, [](Config& c, int64_t v) { c.actor.compress_level = int(v); });
     m["inference.max_batch_rows"] = int_field(0, 1 << 24, [](Config& c, int64_t v) { c.inference.max_batch_rows = v; });
     m["inference.max_wait_us"] = float_field(0, 1e7, [](Config& c, double v) { c.inference.max_wait_us = v; });
     m["inference.device"] = string_field({"auto", "cpu", "cuda"}, [](Config& c, std::string v) { c.inference.device = v; });

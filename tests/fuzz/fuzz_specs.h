@@ -26,4 +26,7 @@ inline envs::EnvSpec pixels() {
   return s;
 }
 
+// fuzz_obs's shape: sequences of 6 frames of 4 planes of 10 x 10 (the pixel spec's, T = 5).
+inline constexpr int64_t kObsFrames = 6, kObsPlanes = 4, kObsPlaneBytes = 100;
+
 }  // namespace mpirl::fuzz

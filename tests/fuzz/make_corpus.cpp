@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/inference_wire.h"
+#include "comm/obs_codec.h"
 #include "comm/seq_layout.h"
 #include "comm/wire.h"
 #include "tests/fuzz/fuzz_specs.h"
@@ -85,5 +86,28 @@ int main(int argc, char** argv) {
   put(out + "/dump", "items_2e40", std::string("\x00\x04", 2) + std::string("\x00\x00\x00\x00\x00\x01\x00\x00", 8) + "\x00");
   put(out + "/dump", "obs_2e40_rows", std::string("\x04\x00\x01\x00", 4) + std::string("\x00\x00\x00\x00\x00\x01\x00\x00", 8) + "\x00");
   put(out + "/dump", "config_cut", std::string("\x01\x03\x05[run]", 8));
+  // fuzz_obs: encodings of a frame-stacked sequence of its shape (a reset at frame 3), under each
+  // option, and of random frames.
+  std::system(("mkdir -p " + out + "/obs").c_str());
+  std::vector<uint8_t> frames(size_t(fuzz::kObsFrames * fuzz::kObsPlanes * fuzz::kObsPlaneBytes));
+  for (int64_t t = 0; t < fuzz::kObsFrames; ++t)
+    for (int64_t c = 0; c < fuzz::kObsPlanes; ++c)
+      for (int64_t i = 0; i < fuzz::kObsPlaneBytes; ++i) {
+        const int64_t plane = t < 3 ? t + c : 100 + (t > 3 ? t - 3 : 0) + c;  // frame 3: a reset
+        frames[size_t((t * fuzz::kObsPlanes + c) * fuzz::kObsPlaneBytes + i)] = uint8_t(i == plane % 16 ? 200 : plane);
+      }
+  for (bool dedup : {false, true})
+    for (bool delta : {false, true}) {
+      ObsCodec codec({1, dedup, delta});
+      std::vector<char> enc;
+      codec.encode(frames.data(), fuzz::kObsFrames, fuzz::kObsPlanes, fuzz::kObsPlaneBytes, enc);
+      put(out + "/obs", std::string("stack") + (dedup ? "_dedup" : "") + (delta ? "_delta" : ""),
+          std::string(enc.begin(), enc.end()));
+    }
+  for (size_t i = 0; i < frames.size(); ++i) frames[i] = uint8_t(i * 131 + (i >> 3));
+  ObsCodec codec;
+  std::vector<char> enc;
+  codec.encode(frames.data(), fuzz::kObsFrames, fuzz::kObsPlanes, fuzz::kObsPlaneBytes, enc);
+  put(out + "/obs", "noise", std::string(enc.begin(), enc.end()));
   return 0;
 }

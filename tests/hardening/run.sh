@@ -2,7 +2,8 @@
 # The sanitizer job (CTest: hardening.sanitizers; issue 33). Builds tests/hardening with clang into
 # BUILD_DIR (ccache shared with the main build), then runs, each able to fail the job:
 #   - the unit tests of the byte readers (envelopes, consumers' checks, configs, checkpoint
-#     markers, TFRecord, run files) under AddressSanitizer + UndefinedBehaviorSanitizer;
+#     markers, TFRecord, run files, compressed observations and rollouts) under AddressSanitizer +
+#     UndefinedBehaviorSanitizer;
 #   - an MPI program on 2 ranks under the same (buffers of sends in flight when a rank dies), and
 #     the replay rank's real loop on 3 (tests/mpi/replay_rank.cpp: learner and actor played over
 #     the wire; dumps and a checkpoint part on its I/O thread);
@@ -43,7 +44,7 @@ echo "== the emulated CUDA scan kernel under TSan"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_emulated_scan" --gtest_brief=1
 echo "== the replay's I/O thread under TSan (a dump while the owner samples)"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_io_job" --gtest_brief=1
-for t in envelope config tfrecord checkpoint dump state; do
+for t in envelope config tfrecord checkpoint dump state obs; do
   echo "== fuzz_$t: the seed corpus and the regression inputs, then $runs more inputs"
   FUZZ_BUILD_DIR="$build" FUZZ_SEED=1 "$root/bench/fuzz.sh" "$t" 600 "$runs"
 done

@@ -32,6 +32,9 @@ def case_python_short_jobs(args):
                                  ("ale:breakout", 1024, ["env.num_envs=2", "actor.rollout_len=16", "learner.batch_size=4"])):
         p, dt, d = run(args, 4, [f'env.id="{env_id}"', f"run.total_env_steps={steps}", *extra], 240)
         finished_run(p, d, steps)
+        if env_id.startswith("ale:"):  # frame-stacked Atari frames travel compressed by default
+            m = re.search(r"rollouts arrived with compressed observations: .*?, ([0-9.]+)x", p.stdout + p.stderr)
+            check(m is not None and float(m.group(1)) >= 4, f"Breakout frames compressed >= 4x ({m and m.group(0)})")
         if env_id.startswith("minatar"):  # mpirl eval plays a Python env's saved policy too
             e = subprocess.run([args.mpirl, "eval", d, "--episodes", "5"], capture_output=True, text=True, timeout=120,
                                env=mpi_test.ENV)
