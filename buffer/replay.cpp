@@ -165,8 +165,13 @@ bool ReplayServer::handle_actors() {
   // place); after the stop rollouts go to discard_, which no job reads.
   const bool into_buffer = !io_.running() && !work_pending();
   const int A = comms_.layout.actors();
+  // One rollout per call: the next receive is posted, then the learners are served. Taking every
+  // rollout that waits starved the learners while actors sent faster than the replay ingests
+  // (bench_replay_load with unlimited actors: one batch in 6 s).
+  bool took = false;
   for (;;) {
     if (rx_.src >= 0) {
+      if (took) return any;
       // Tested back to back for up to kReceiveSpinS: a transport without single-copy moves the
       // rollout only while both ranks call MPI, and the actor that sent it usually is (it waits
       // for its actions, or for a send credit). Past that the actor is stepping its envs: serve
@@ -178,7 +183,7 @@ bool ReplayServer::handle_actors() {
       if (!done) return any;
       const Incoming in = rx_;
       rx_ = Incoming{};
-      any = true;
+      any = took = true;
       received(in);
       continue;
     }

@@ -1,0 +1,334 @@
+// Load generator for one replay rank (issue 31, item 3): the replay's real loop (buffer/replay.h,
+// run_replay) between emulated learners and actors that speak the real wire format.
+//   mpirun -n L+1+A bench_replay_load [--learners L] [--obs-dim 7056] [--envs 8] [--T 32]
+//          [--batch 32] [--rate R] [--seconds 10] [--capacity 2048] [--selector prioritized]
+// Ranks 0..L-1 are learners: each keeps one sample request in flight and answers every batch with
+// a priority update for its items (what a real learner sends). Rank L is the replay. The rest are
+// actors: each sends rollouts of E x T steps (--rate R rollouts/s each, 0 = as fast as the
+// replay's acknowledgements allow, two in flight like actor.max_inflight). No rank busy-polls:
+// emulated ranks sleep 20 us between tests. First a raw-MPI phase: the actors send the same frames
+// to the replay rank, which only receives them (the bandwidth the transport gives this pattern).
+// Printed by rank 0: the replay's own counts over the measured window (items in, GB/s in, batches
+// and GB/s out), the learners' request-to-reply latency (p50, p99), and raw MPI in the same run.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "buffer/replay.h"
+#include "comm/protocol.h"
+#include "comm/ranks.h"
+#include "comm/seq_layout.h"
+#include "comm/wire.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/run_dir.h"
+#include "envs/registry.h"
+
+using namespace mpirl;
+
+namespace {
+
+double now() { return MPI_Wtime(); }
+void nap() { ::usleep(20); }
+
+// Receives the next message with `tag` from `src` (MPI_ANY_SOURCE allowed) without busy-polling.
+wire::Message recv(std::vector<char>& buf, int src, int tag, int* from = nullptr) {
+  MPI_Status st;
+  for (int flag = 0; !flag;) {
+    MPI_Iprobe(src, tag, MPI_COMM_WORLD, &flag, &st);
+    if (!flag) nap();
+  }
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  buf.resize(size_t(n));
+  MPI_Recv(buf.data(), n, MPI_BYTE, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  if (from) *from = st.MPI_SOURCE;
+  return wire::decode(buf.data(), size_t(n), st.MPI_SOURCE);
+}
+
+void wait(MPI_Request& r) {
+  for (int done = 0; !done;) {
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    if (!done) nap();
+  }
+}
+
+struct Frames {
+  std::vector<char> buf[2];
+  size_t bytes = 0;
+};
+
+Frames rollout_frames(const SeqLayout& layout, int64_t E, int rank) {
+  wire::Envelope env;
+  env.kind = wire::Kind::Rollout;
+  env.sender = rank;
+  env.arrays = layout.arrays(E, true, 0);
+  std::vector<char> payload(wire::payload_bytes(env.arrays));
+  std::mt19937 rng(static_cast<uint32_t>(rank));
+  for (size_t i = 0; i < payload.size(); i += 4) payload[i] = char(rng() & 0x3f);  // finite floats
+  Frames f;
+  for (auto& b : f.buf) b = wire::build_frame(env, payload.data(), payload.size());
+  f.bytes = f.buf[0].size();
+  return f;
+}
+
+// Phase 1: raw MPI, every actor sends `n` frames to `dest`, which receives them into one buffer.
+double raw_phase(const Frames& f, int n, int dest, bool receiver, bool sender, int senders) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = now();
+  if (receiver) {
+    std::vector<char> in(f.bytes);
+    for (int k = 0; k < n * senders; ++k) {
+      MPI_Request r;
+      MPI_Irecv(in.data(), int(in.size()), MPI_BYTE, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &r);
+      wait(r);
+    }
+  } else if (sender) {
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    for (int k = 0; k < n; ++k) {
+      if (r[k % 2] != MPI_REQUEST_NULL) wait(r[k % 2]);
+      MPI_Isend(f.buf[k % 2].data(), int(f.bytes), MPI_BYTE, dest, 99, MPI_COMM_WORLD, &r[k % 2]);
+    }
+    for (auto& q : r)
+      if (q != MPI_REQUEST_NULL) wait(q);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return now() - t0;
+}
+
+void actor(const Frames& f, int replay, int64_t steps_per_rollout, double rate, double seconds) {
+  std::vector<char> in;
+  MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int credits = 2;
+  int64_t sent = 0;
+  const double t0 = now(), period = rate > 0 ? 1.0 / rate : 0;
+  double next = t0;
+  while (now() - t0 < seconds) {
+    int flag = 0;
+    MPI_Iprobe(replay, kTagActorCtl, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    if (flag) {
+      recv(in, replay, kTagActorCtl);
+      ++credits;
+      continue;
+    }
+    if (credits > 0 && now() >= next) {
+      auto& r = req[sent % 2];
+      if (r != MPI_REQUEST_NULL) wait(r);
+      MPI_Isend(f.buf[sent % 2].data(), int(f.bytes), MPI_BYTE, replay, kTagRollout, MPI_COMM_WORLD, &r);
+      ++sent;
+      --credits;
+      next = period > 0 ? std::max(next + period, now() - period) : now();  // no catching up in bursts
+      continue;
+    }
+    nap();
+  }
+  for (auto& r : req)
+    if (r != MPI_REQUEST_NULL) wait(r);
+  while (credits < 2) {
+    recv(in, replay, kTagActorCtl);
+    ++credits;
+  }
+  wire::Envelope done;
+  done.kind = wire::Kind::ActorDone;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  done.sender = rank;
+  done.seq = uint64_t(sent);
+  done.arrays = {{"env_steps", wire::DType::I64, {1}}};
+  const int64_t steps = sent * steps_per_rollout;
+  auto frame = wire::build_frame(done, &steps, 8);
+  MPI_Send(frame.data(), int(frame.size()), MPI_BYTE, replay, kTagRollout, MPI_COMM_WORLD);
+  for (;;)
+    if (recv(in, replay, kTagActorCtl).env.kind == wire::Kind::ActorDoneAck) break;
+}
+
+struct LearnerResult {
+  std::vector<double> latency;
+  ReplayStatus first, last, final_status;
+  double t_first = 0, t_last = 0;
+  int64_t reply_bytes = 0;
+};
+
+LearnerResult learner(const SeqLayout& layout, int replay, int rank, int64_t B, double seconds, double warmup) {
+  LearnerResult res;
+  std::vector<char> in;
+  const size_t nf = layout.fields().size();
+  wire::Envelope small;
+  small.sender = rank;
+  small.kind = wire::Kind::SampleRequest;
+  auto request = wire::build_frame(small, nullptr, 0);
+  const double t0 = now();
+  bool started = false;
+  while (now() - t0 < seconds) {
+    const double a = now();
+    MPI_Send(request.data(), int(request.size()), MPI_BYTE, replay, kTagLearnerReq, MPI_COMM_WORLD);
+    wire::Message msg;
+    do msg = recv(in, replay, kTagLearnerReply);
+    while (msg.env.kind == wire::Kind::ReplayBusy);
+    const double b = now();
+    if (msg.env.kind != wire::Kind::SampleReply) throw Error("learner: unexpected reply");
+    if (b - t0 >= warmup) {
+      if (!started) {
+        res.first = msg.env.status;
+        res.t_first = b;
+        started = true;
+      } else {
+        res.latency.push_back(b - a);
+        res.reply_bytes += int64_t(in.size());
+      }
+      res.last = msg.env.status;
+      res.t_last = b;
+    }
+    wire::Envelope pu;
+    pu.kind = wire::Kind::PriorityUpdate;
+    pu.sender = rank;
+    pu.arrays = {{"slot", wire::DType::I64, {B}}, {"generation", wire::DType::I64, {B}},
+                 {"priority", wire::DType::F32, {B}}};
+    std::vector<size_t> off;
+    std::vector<char> payload(wire::payload_bytes(pu.arrays, &off));
+    std::memcpy(payload.data() + off[0], msg.array<int64_t>(nf + 2), size_t(B) * 8);
+    std::memcpy(payload.data() + off[1], msg.array<int64_t>(nf + 3), size_t(B) * 8);
+    for (int64_t i = 0; i < B; ++i) {
+      const float p = 0.1f + float((i * 7919) % 97);
+      std::memcpy(payload.data() + off[2] + size_t(i) * 4, &p, 4);
+    }
+    auto f = wire::build_frame(pu, payload.data(), payload.size());
+    MPI_Send(f.data(), int(f.size()), MPI_BYTE, replay, kTagLearnerReq, MPI_COMM_WORLD);
+  }
+  small.kind = wire::Kind::LearnerBye;
+  auto bye = wire::build_frame(small, nullptr, 0);
+  MPI_Send(bye.data(), int(bye.size()), MPI_BYTE, replay, kTagLearnerReq, MPI_COMM_WORLD);
+  for (;;) {
+    auto msg = recv(in, replay, kTagLearnerReply);
+    if (msg.env.kind == wire::Kind::LearnerByeAck) {
+      res.final_status = msg.env.status;
+      break;
+    }
+  }
+  return res;
+}
+
+double pct(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(q * double(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, world = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  CLI::App app("load generator for the replay rank");
+  int L = 1, obs_dim = 7056, E = 8, T = 32, B = 32, capacity = 2048, raw_messages = 100;
+  double rate = 0, seconds = 10, warmup = 2;
+  std::string selector = "prioritized";
+  app.add_option("--learners", L);
+  app.add_option("--obs-dim", obs_dim);
+  app.add_option("--envs", E);
+  app.add_option("--T", T);
+  app.add_option("--batch", B);
+  app.add_option("--rate", rate, "rollouts/s per actor (0: as fast as acknowledged)");
+  app.add_option("--seconds", seconds);
+  app.add_option("--warmup", warmup, "seconds before the measured window");
+  app.add_option("--capacity", capacity);
+  app.add_option("--selector", selector);
+  app.add_option("--raw-messages", raw_messages, "frames per actor in the raw-MPI phase");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (rank == 0) app.exit(e);
+    MPI_Finalize();
+    return 2;
+  }
+  const int A = world - L - 1;
+  if (A < 1 || L < 1) {
+    if (rank == 0) fmt::print(stderr, "needs --learners L >= 1 and at least one actor: mpirun -n L+1+A\n");
+    MPI_Finalize();
+    return 2;
+  }
+  try {
+    Config cfg = load_config("", {"env.id=\"Synthetic\"", fmt::format("env.obs_dim={}", obs_dim),
+                                  fmt::format("env.num_envs={}", E), fmt::format("actor.rollout_len={}", T),
+                                  fmt::format("learner.batch_size={}", B), fmt::format("replay.capacity={}", capacity),
+                                  fmt::format("replay.selector=\"{}\"", selector), "replay.max_times_sampled=0",
+                                  "replay.samples_per_insert=0", fmt::format("replay.min_size_to_sample={}", B),
+                                  "replay.dump=\"never\"", "run.stall_timeout_s=0",
+                                  fmt::format("roles.learners={}", L)});
+    std::vector<std::string> hosts(static_cast<size_t>(world), "h");
+    const Layout layout = make_layout(cfg, world, hosts);
+    Comms comms = Comms::create(layout, hosts);
+    const SeqLayout seq(envs::env_spec(cfg), T, 0);
+    const int replay = layout.replay_rank();
+    const bool is_actor = layout.role_of(rank) == Role::Actor;
+    Frames frames = is_actor ? rollout_frames(seq, E, rank) : Frames{};
+    // Every rank learns the frame size (the raw phase's receiver sizes its buffer by it).
+    uint64_t fb = frames.bytes, fbmax = 0;
+    MPI_Allreduce(&fb, &fbmax, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (!is_actor) frames.bytes = size_t(fbmax);
+    const double raw_s = raw_phase(frames, raw_messages, replay, rank == replay, is_actor, A);
+    const double raw_gbs = double(fbmax) * raw_messages * A / raw_s / 1e9;
+    RunStart start;
+    start.run_dir = "/tmp";
+    LearnerResult res;
+    if (rank == replay) {
+      buffer::run_replay(cfg, comms, start);
+    } else if (is_actor) {
+      actor(frames, replay, int64_t(E) * T, rate, seconds);
+    } else {
+      res = learner(seq, replay, rank, B, seconds, warmup);
+    }
+    // Latencies of every learner to rank 0.
+    std::vector<double> lat = res.latency;
+    int n = int(lat.size());
+    std::vector<int> counts(static_cast<size_t>(world));
+    MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<int> displs(static_cast<size_t>(world), 0);
+    int total = 0;
+    for (int r = 0; r < world; ++r) {
+      displs[size_t(r)] = total;
+      total += counts[size_t(r)];
+    }
+    std::vector<double> all(size_t(std::max(total, 1)));
+    MPI_Gatherv(lat.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      all.resize(size_t(total));
+      const double dt = res.t_last - res.t_first;
+      const auto& a = res.first;
+      const auto& b = res.last;
+      const double items_in = double(b.inserted - a.inserted), sampled = double(b.sampled - a.sampled);
+      const double seq_bytes = double(seq.bytes_per_sequence());
+      fmt::print("replay load: {} learner(s) x batch {}, {} actor(s) x {} envs x T={} (obs {} floats, {:.1f} KiB per "
+                 "rollout), rate {}, selector {}, window {:.1f} s\n",
+                 L, B, A, E, T, obs_dim, double(fbmax) / 1024, rate > 0 ? fmt::format("{} rollouts/s per actor", rate)
+                                                                        : std::string("unlimited"),
+                 selector, dt);
+      fmt::print("raw MPI, actors -> replay rank        : {:.3f} GB/s\n", raw_gbs);
+      fmt::print("replay in  (its inserted count)        : {:.0f} items/s, {:.0f} env steps/s, {:.3f} GB/s ({:.1f}% "
+                 "of raw MPI)\n",
+                 items_in / dt, items_in * T / dt, items_in * seq_bytes / dt / 1e9,
+                 100 * items_in * seq_bytes / dt / 1e9 / raw_gbs);
+      fmt::print("replay out (its sampled count)         : {:.0f} items/s, {:.3f} GB/s, sample/insert {:.2f}\n",
+                 sampled / dt, sampled * seq_bytes / dt / 1e9, items_in > 0 ? sampled / items_in : 0.0);
+      fmt::print("sample latency (request to reply)     : p50 {:.2f} ms, p99 {:.2f} ms over {} requests\n",
+                 1e3 * pct(all, 0.5), 1e3 * pct(all, 0.99), all.size());
+      const auto& f = res.final_status;
+      fmt::print("final counts: inserted {} = rollouts {} x {}, sampled {}, priority updates {} (stale {})\n",
+                 f.inserted, f.rollouts, E, f.sampled, f.priority_updates, f.stale_priority_updates);
+    }
+    comms.free();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "rank {}: {}\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return 0;
+}
