@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "buffer/replay.h"
 #include "comm/protocol.h"
+#include "comm/rollout_codec.h"
 #include "comm/ranks.h"
 #include "comm/seq_layout.h"
 #include "comm/wire.h"
@@ -29,6 +31,7 @@
 #include "core/error.h"
 #include "core/run_dir.h"
 #include "envs/registry.h"
+#include "envs/vector_env.h"
 
 using namespace mpirl;
 
@@ -59,31 +62,83 @@ void wait(MPI_Request& r) {
   }
 }
 
+// The rollout frames an actor sends, in turn (each may be compressed: sizes differ).
 struct Frames {
-  std::vector<char> buf[2];
-  size_t bytes = 0;
+  std::vector<std::vector<char>> buf;
+  size_t max_bytes() const {
+    size_t m = 0;
+    for (auto& b : buf) m = std::max(m, b.size());
+    return m;
+  }
+  double mean_bytes() const {
+    double t = 0;
+    for (auto& b : buf) t += double(b.size());
+    return buf.empty() ? 0 : t / double(buf.size());
+  }
 };
 
-Frames rollout_frames(const SeqLayout& layout, int64_t E, int rank) {
+// Synthetic: random finite floats. A real env (--env): `record` rollouts of its own frames with
+// random actions (frame 0 of each the last of the one before), every other field zero; with
+// `codec`, each sent compressed (comm/rollout_codec.h) as actors do.
+Frames rollout_frames(const Config& cfg, const SeqLayout& layout, int64_t E, int rank, int record, ObsCodec* codec) {
   wire::Envelope env;
   env.kind = wire::Kind::Rollout;
   env.sender = rank;
   env.arrays = layout.arrays(E, true, 0);
-  std::vector<char> payload(wire::payload_bytes(env.arrays));
-  std::mt19937 rng(static_cast<uint32_t>(rank));
-  for (size_t i = 0; i < payload.size(); i += 4) payload[i] = char(rng() & 0x3f);  // finite floats
+  std::vector<size_t> off;
+  std::vector<char> payload(wire::payload_bytes(env.arrays, &off));
   Frames f;
-  for (auto& b : f.buf) b = wire::build_frame(env, payload.data(), payload.size());
-  f.bytes = f.buf[0].size();
+  if (cfg.env.id == "Synthetic") {
+    std::mt19937 rng(static_cast<uint32_t>(rank));
+    for (size_t i = 0; i < payload.size(); i += 4) payload[i] = char(rng() & 0x3f);  // finite floats
+    for (int k = 0; k < 2; ++k) f.buf.push_back(wire::build_frame(env, payload.data(), payload.size()));
+    return f;
+  }
+  auto venv = envs::make_vector_env(cfg, int(E), uint64_t(rank));
+  const auto& spec = venv->spec();
+  const int64_t T = layout.T(), OB = spec.obs_bytes();
+  auto* obs = reinterpret_cast<uint8_t*>(payload.data() + off[0]);
+  auto* init = reinterpret_cast<uint8_t*>(payload.data() + layout.offset(Seq::IsInit, E));
+  std::vector<float> reward(static_cast<size_t>(E));
+  std::vector<uint8_t> term(static_cast<size_t>(E)), trunc(static_cast<size_t>(E));
+  std::vector<int64_t> actions(static_cast<size_t>(E));
+  std::mt19937_64 rng(uint64_t(rank) + 1);
+  venv->reset(obs, (T + 1) * spec.obs_size(), init, T + 1);
+  for (int r = 0; r < record; ++r) {
+    if (r > 0)
+      for (int64_t e = 0; e < E; ++e) {
+        std::memcpy(obs + (e * (T + 1)) * OB, obs + (e * (T + 1) + T) * OB, size_t(OB));
+        init[e * (T + 1)] = init[e * (T + 1) + T];
+      }
+    for (int64_t t = 0; t < T; ++t) {
+      for (auto& a : actions) a = int64_t(rng() % uint64_t(std::max<int64_t>(spec.num_actions, 1)));
+      envs::StepOutputs so;
+      so.obs = obs + (t + 1) * OB;
+      so.obs_stride = (T + 1) * spec.obs_size();
+      so.is_init = init + t + 1;
+      so.is_init_stride = T + 1;
+      so.reward = reward.data();
+      so.terminated = term.data();
+      so.truncated = trunc.data();
+      venv->step(actions.data(), nullptr, so);
+    }
+    std::vector<char> frame;
+    if (codec) {
+      encode_rollout(*codec, layout, payload.data(), E, 0, env, frame);
+    } else {
+      frame = wire::build_frame(env, payload.data(), payload.size());
+    }
+    f.buf.push_back(std::move(frame));
+  }
   return f;
 }
 
 // Phase 1: raw MPI, every actor sends `n` frames to `dest`, which receives them into one buffer.
-double raw_phase(const Frames& f, int n, int dest, bool receiver, bool sender, int senders) {
+double raw_phase(const Frames& f, size_t max_bytes, int n, int dest, bool receiver, bool sender, int senders) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = now();
   if (receiver) {
-    std::vector<char> in(f.bytes);
+    std::vector<char> in(max_bytes);
     for (int k = 0; k < n * senders; ++k) {
       MPI_Request r;
       MPI_Irecv(in.data(), int(in.size()), MPI_BYTE, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &r);
@@ -93,7 +148,8 @@ double raw_phase(const Frames& f, int n, int dest, bool receiver, bool sender, i
     MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     for (int k = 0; k < n; ++k) {
       if (r[k % 2] != MPI_REQUEST_NULL) wait(r[k % 2]);
-      MPI_Isend(f.buf[k % 2].data(), int(f.bytes), MPI_BYTE, dest, 99, MPI_COMM_WORLD, &r[k % 2]);
+      const auto& b = f.buf[size_t(k) % f.buf.size()];
+      MPI_Isend(b.data(), int(b.size()), MPI_BYTE, dest, 99, MPI_COMM_WORLD, &r[k % 2]);
     }
     for (auto& q : r)
       if (q != MPI_REQUEST_NULL) wait(q);
@@ -120,7 +176,8 @@ void actor(const Frames& f, int replay, int64_t steps_per_rollout, double rate, 
     if (credits > 0 && now() >= next) {
       auto& r = req[sent % 2];
       if (r != MPI_REQUEST_NULL) wait(r);
-      MPI_Isend(f.buf[sent % 2].data(), int(f.bytes), MPI_BYTE, replay, kTagRollout, MPI_COMM_WORLD, &r);
+      const auto& b = f.buf[size_t(sent) % f.buf.size()];
+      MPI_Isend(b.data(), int(b.size()), MPI_BYTE, replay, kTagRollout, MPI_COMM_WORLD, &r);
       ++sent;
       --credits;
       next = period > 0 ? std::max(next + period, now() - period) : now();  // no catching up in bursts
@@ -230,7 +287,9 @@ int main(int argc, char** argv) {
   CLI::App app("load generator for the replay rank");
   int L = 1, obs_dim = 7056, E = 8, T = 32, B = 32, capacity = 2048, raw_messages = 100;
   double rate = 0, seconds = 10, warmup = 2;
-  std::string selector = "prioritized";
+  std::string selector = "prioritized", env_id = "Synthetic";
+  bool compress = false;
+  int record = 4;
   app.add_option("--learners", L);
   app.add_option("--obs-dim", obs_dim);
   app.add_option("--envs", E);
@@ -242,6 +301,9 @@ int main(int argc, char** argv) {
   app.add_option("--capacity", capacity);
   app.add_option("--selector", selector);
   app.add_option("--raw-messages", raw_messages, "frames per actor in the raw-MPI phase");
+  app.add_option("--env", env_id, "Synthetic (--obs-dim floats), or a real env whose frames the actors record");
+  app.add_option("--record", record, "rollouts each actor records from --env and sends in turn");
+  app.add_flag("--compress", compress, "send the recorded observations compressed (uint8 image envs)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -256,7 +318,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    Config cfg = load_config("", {"env.id=\"Synthetic\"", fmt::format("env.obs_dim={}", obs_dim),
+    Config cfg = load_config("", {fmt::format("env.id=\"{}\"", env_id), fmt::format("env.obs_dim={}", obs_dim),
                                   fmt::format("env.num_envs={}", E), fmt::format("actor.rollout_len={}", T),
                                   fmt::format("learner.batch_size={}", B), fmt::format("replay.capacity={}", capacity),
                                   fmt::format("replay.selector=\"{}\"", selector), "replay.max_times_sampled=0",
@@ -269,13 +331,21 @@ int main(int argc, char** argv) {
     const SeqLayout seq(envs::env_spec(cfg), T, 0);
     const int replay = layout.replay_rank();
     const bool is_actor = layout.role_of(rank) == Role::Actor;
-    Frames frames = is_actor ? rollout_frames(seq, E, rank) : Frames{};
-    // Every rank learns the frame size (the raw phase's receiver sizes its buffer by it).
-    uint64_t fb = frames.bytes, fbmax = 0;
+    std::unique_ptr<ObsCodec> codec;
+    if (compress) codec = std::make_unique<ObsCodec>();
+    Frames frames = is_actor ? rollout_frames(cfg, seq, E, rank, record, codec.get()) : Frames{};
+    // Every rank learns the largest frame (the raw phase's receiver sizes its buffer by it) and
+    // the bytes the raw phase moves.
+    uint64_t fb = frames.max_bytes(), fbmax = 0;
     MPI_Allreduce(&fb, &fbmax, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (!is_actor) frames.bytes = size_t(fbmax);
-    const double raw_s = raw_phase(frames, raw_messages, replay, rank == replay, is_actor, A);
-    const double raw_gbs = double(fbmax) * raw_messages * A / raw_s / 1e9;
+    double moved = 0, moved_all = 0;
+    for (int k = 0; k < raw_messages && is_actor; ++k) moved += double(frames.buf[size_t(k) % frames.buf.size()].size());
+    MPI_Allreduce(&moved, &moved_all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double mean_frame = frames.mean_bytes(), mean_all = 0;
+    MPI_Allreduce(&mean_frame, &mean_all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    mean_all /= A;
+    const double raw_s = raw_phase(frames, size_t(fbmax), raw_messages, replay, rank == replay, is_actor, A);
+    const double raw_gbs = moved_all / raw_s / 1e9;
     RunStart start;
     start.run_dir = "/tmp";
     LearnerResult res;
@@ -306,16 +376,16 @@ int main(int argc, char** argv) {
       const auto& b = res.last;
       const double items_in = double(b.inserted - a.inserted), sampled = double(b.sampled - a.sampled);
       const double seq_bytes = double(seq.bytes_per_sequence());
-      fmt::print("replay load: {} learner(s) x batch {}, {} actor(s) x {} envs x T={} (obs {} floats, {:.1f} KiB per "
-                 "rollout), rate {}, selector {}, window {:.1f} s\n",
-                 L, B, A, E, T, obs_dim, double(fbmax) / 1024, rate > 0 ? fmt::format("{} rollouts/s per actor", rate)
-                                                                        : std::string("unlimited"),
-                 selector, dt);
+      fmt::print("replay load: {} learner(s) x batch {}, {} actor(s) x {} envs x T={} ({}, {:.1f} KiB per item, {:.1f} KiB "
+                 "per rollout message{}), rate {}, selector {}, window {:.1f} s\n",
+                 L, B, A, E, T, env_id == "Synthetic" ? fmt::format("Synthetic obs {} floats", obs_dim) : env_id,
+                 double(seq.bytes_per_sequence()) / 1024, mean_all / 1024, compress ? ", compressed" : "",
+                 rate > 0 ? fmt::format("{} rollouts/s per actor", rate) : std::string("unlimited"), selector, dt);
       fmt::print("raw MPI, actors -> replay rank        : {:.3f} GB/s\n", raw_gbs);
-      fmt::print("replay in  (its inserted count)        : {:.0f} items/s, {:.0f} env steps/s, {:.3f} GB/s ({:.1f}% "
-                 "of raw MPI)\n",
-                 items_in / dt, items_in * T / dt, items_in * seq_bytes / dt / 1e9,
-                 100 * items_in * seq_bytes / dt / 1e9 / raw_gbs);
+      const double wire_gbs = items_in / double(E) * mean_all / dt / 1e9;
+      fmt::print("replay in  (its inserted count)        : {:.0f} items/s, {:.0f} env steps/s, {:.3f} GB/s stored, "
+                 "{:.3f} GB/s on the wire ({:.1f}% of raw MPI)\n",
+                 items_in / dt, items_in * T / dt, items_in * seq_bytes / dt / 1e9, wire_gbs, 100 * wire_gbs / raw_gbs);
       fmt::print("replay out (its sampled count)         : {:.0f} items/s, {:.3f} GB/s, sample/insert {:.2f}\n",
                  sampled / dt, sampled * seq_bytes / dt / 1e9, items_in > 0 ? sampled / items_in : 0.0);
       fmt::print("sample latency (request to reply)     : p50 {:.2f} ms, p99 {:.2f} ms over {} requests\n",

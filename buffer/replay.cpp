@@ -253,10 +253,12 @@ void ReplayServer::received(const Incoming& in) {
     }
     rows = decode_rollout(codec_, layout_, msg, src, dst, E);
     ++compressed_.rollouts;
-    compressed_.wire_bytes += msg.env.arrays[0].shape[0];
-    compressed_.raw_bytes += int64_t(layout_.field(Seq::Obs).bytes) * rows;
+    for (const auto& a : msg.env.arrays)
+      if (a.name == "obs_z" || a.name == "boot_obs_z") compressed_.wire_bytes += a.shape[0];
+    for (Seq f : {Seq::Obs, Seq::BootObs})
+      if (layout_.has(f)) compressed_.raw_bytes += int64_t(layout_.field(f).bytes) * rows;
     payload_offset = wire::kHeaderRegion;
-    ++stats_at;
+    stats_at = msg.env.arrays.size() - 2;  // (read_episode_stats checks their names)
   } else {
     rows = layout_.check(msg, src);
   }

@@ -92,7 +92,7 @@ class ReplayServer {
   ObsCodec codec_;
   std::vector<char> packed_, plain_;
   struct {
-    int64_t rollouts = 0, wire_bytes = 0, raw_bytes = 0;  // their observations: encoded, decoded
+    int64_t rollouts = 0, wire_bytes = 0, raw_bytes = 0;  // their image fields: encoded, decoded
   } compressed_;
   Incoming rx_;        // the rollout being received (src < 0: none)
   std::deque<int> pending_;

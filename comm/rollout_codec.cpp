@@ -9,13 +9,13 @@
 namespace mpirl {
 namespace {
 
-// The obs field of an image layout: uint8 [T+1, C, H, W]; its planes C and bytes per plane H x W.
-bool image_layout(const SeqLayout& l) {
-  const auto& f = l.fields()[0];
-  return f.id == Seq::Obs && f.dtype == wire::DType::U8 && f.shape.size() == 4;
+// A field that travels compressed: uint8 frames [F, C, H, W] (obs: F = T+1; boot_obs: F = K).
+bool image_field(const SeqField& f) {
+  return (f.id == Seq::Obs || f.id == Seq::BootObs) && f.dtype == wire::DType::U8 && f.shape.size() == 4;
 }
-int64_t planes(const SeqLayout& l) { return l.fields()[0].shape[1]; }
-int64_t plane_bytes(const SeqLayout& l) { return l.fields()[0].shape[2] * l.fields()[0].shape[3]; }
+int64_t frames(const SeqField& f) { return f.shape[0]; }
+int64_t planes(const SeqField& f) { return f.shape[1]; }
+int64_t plane_bytes(const SeqField& f) { return f.shape[2] * f.shape[3]; }
 
 }  // namespace
 
@@ -23,30 +23,51 @@ bool obs_compressible(const envs::EnvSpec& spec) { return spec.obs_uint8 && spec
 
 size_t encode_rollout(ObsCodec& codec, const SeqLayout& layout, const char* raw, int64_t n, int64_t m,
                       wire::Envelope env, std::vector<char>& frame, size_t* obs_bytes) {
-  MPIRL_CHECK(image_layout(layout), "compressed rollouts need image observations");
-  const int64_t F = layout.T() + 1;
-  const size_t seq_obs = layout.field(Seq::Obs).bytes;
-  // The encodings first (their total sizes the message), into the frame's tail, then moved.
-  thread_local std::vector<char> z;
-  z.clear();
-  std::vector<int64_t> lens(static_cast<size_t>(n));
-  const auto* obs = reinterpret_cast<const uint8_t*>(raw + layout.offset(Seq::Obs, n));
-  for (int64_t i = 0; i < n; ++i)
-    lens[size_t(i)] = int64_t(codec.encode(obs + size_t(i) * seq_obs, F, planes(layout), plane_bytes(layout), z));
-  if (obs_bytes) *obs_bytes = z.size();
+  const auto& fields = layout.fields();
+  MPIRL_CHECK(image_field(fields[0]), "compressed rollouts need image observations");
   auto plain = layout.arrays(n, true, m);
   std::vector<size_t> plain_off;
   wire::payload_bytes(plain, &plain_off);
-  env.arrays = {{"obs_z", wire::DType::U8, {int64_t(z.size())}}, {"obs_z_bytes", wire::DType::I64, {n}}};
-  env.arrays.insert(env.arrays.end(), plain.begin() + 1, plain.end());
+  // The encodings of each image field first (their sizes shape the message).
+  thread_local std::vector<std::vector<char>> z;
+  thread_local std::vector<std::vector<int64_t>> lens;
+  z.resize(fields.size());
+  lens.resize(fields.size());
+  env.arrays.clear();
+  size_t total_z = 0;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const auto& f = fields[i];
+    if (!image_field(f)) {
+      env.arrays.push_back(plain[i]);
+      continue;
+    }
+    z[i].clear();
+    lens[i].assign(static_cast<size_t>(n), 0);
+    const auto* src = reinterpret_cast<const uint8_t*>(raw + plain_off[i]);
+    for (int64_t s = 0; s < n; ++s)
+      lens[i][size_t(s)] = int64_t(codec.encode(src + size_t(s) * f.bytes, frames(f), planes(f), plane_bytes(f), z[i]));
+    total_z += z[i].size();
+    env.arrays.push_back({std::string(f.name) + "_z", wire::DType::U8, {int64_t(z[i].size())}});
+    env.arrays.push_back({std::string(f.name) + "_z_bytes", wire::DType::I64, {n}});
+  }
+  if (obs_bytes) *obs_bytes = total_z;
+  env.arrays.push_back(plain[fields.size()]);  // the episode statistics
+  env.arrays.push_back(plain[fields.size() + 1]);
   std::vector<size_t> off;
   const size_t payload = wire::payload_bytes(env.arrays, &off);
   const size_t at = wire::natural_payload_offset(env);
   frame.resize(at + payload);
   char* p = frame.data() + at;
-  std::memcpy(p + off[0], z.data(), z.size());
-  std::memcpy(p + off[1], lens.data(), lens.size() * 8);
-  for (size_t i = 1; i < plain.size(); ++i) std::memcpy(p + off[i + 1], raw + plain_off[i], plain[i].bytes());
+  size_t k = 0;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (image_field(fields[i])) {
+      std::memcpy(p + off[k++], z[i].data(), z[i].size());
+      std::memcpy(p + off[k++], lens[i].data(), lens[i].size() * 8);
+    } else {
+      std::memcpy(p + off[k++], raw + plain_off[i], plain[i].bytes());
+    }
+  }
+  for (size_t i = fields.size(); i < plain.size(); ++i) std::memcpy(p + off[k++], raw + plain_off[i], plain[i].bytes());
   return wire::write_header(frame.data(), at, env);
 }
 
@@ -61,44 +82,58 @@ int64_t decode_rollout(ObsCodec& codec, const SeqLayout& layout, const wire::Mes
     throw Error(fmt::format("compressed rollout from rank {} does not match the run's sequence layout (T={}): {}",
                             sender, layout.T(), what));
   };
-  if (!image_layout(layout)) bad("this run's observations are not images, so never compressed");
   const auto& fields = layout.fields();
-  if (a.size() < fields.size() + 1) bad(fmt::format("{} arrays, expected at least {}", a.size(), fields.size() + 1));
-  if (a[0].name != "obs_z" || a[0].dtype != wire::DType::U8 || a[0].shape.size() != 1)
-    bad("array 0 is not obs_z uint8 [Z]");
-  if (a[1].name != "obs_z_bytes" || a[1].dtype != wire::DType::I64 || a[1].shape.size() != 1)
-    bad("array 1 is not obs_z_bytes int64 [n]");
+  if (!image_field(fields[0])) bad("this run's observations are not images, so never compressed");
+  // Every array's name, type and shape first (n from obs_z_bytes), then the data.
+  if (a.size() < 2 || a[1].shape.size() != 1) bad("array 1 is not obs_z_bytes int64 [n]");
   const int64_t n = a[1].shape[0];
   if (n != expect_n) bad(fmt::format("{} sequences, expected {}", n, expect_n));
-  for (size_t i = 1; i < fields.size(); ++i) {
+  size_t k = 0;
+  auto expect = [&](const std::string& name, wire::DType dtype, const std::vector<int64_t>* shape) {
+    if (k >= a.size()) bad(fmt::format("{} arrays, expected '{}' next", a.size(), name));
+    const auto& g = a[k];
+    if (g.name != name || g.dtype != dtype || (shape ? g.shape != *shape : g.shape.size() != 1))
+      bad(fmt::format("array {} is '{}' {} [{}], expected '{}' {}{}", k, g.name, wire::dtype_name(g.dtype),
+                      fmt::join(g.shape, ","), name, wire::dtype_name(dtype),
+                      shape ? fmt::format(" [{}]", fmt::join(*shape, ",")) : std::string(" [Z]")));
+    ++k;
+  };
+  for (const auto& f : fields) {
+    if (image_field(f)) {
+      expect(std::string(f.name) + "_z", wire::DType::U8, nullptr);
+      const std::vector<int64_t> want{n};
+      expect(std::string(f.name) + "_z_bytes", wire::DType::I64, &want);
+    } else {
+      std::vector<int64_t> want{n};
+      want.insert(want.end(), f.shape.begin(), f.shape.end());
+      expect(f.name, f.dtype, &want);
+    }
+  }
+  k = 0;
+  for (size_t i = 0; i < fields.size(); ++i) {
     const auto& f = fields[i];
-    std::vector<int64_t> want{n};
-    want.insert(want.end(), f.shape.begin(), f.shape.end());
-    const auto& g = a[i + 1];
-    if (g.name != f.name || g.dtype != f.dtype || g.shape != want)
-      bad(fmt::format("array {} is '{}' {} [{}], expected '{}' {} [{}]", i + 1, g.name, wire::dtype_name(g.dtype),
-                      fmt::join(g.shape, ","), f.name, wire::dtype_name(f.dtype), fmt::join(want, ",")));
+    char* out = dst + layout.field_offset(i, n);
+    if (!image_field(f)) {
+      std::memcpy(out, msg.payload + msg.offsets[k], a[k].bytes());
+      ++k;
+      continue;
+    }
+    const int64_t zn = a[k].shape[0];
+    const char* z = msg.array<char>(k);
+    const int64_t* lens = msg.array<int64_t>(k + 1);
+    int64_t used = 0;
+    for (int64_t s = 0; s < n; ++s) {
+      if (lens[s] <= 0 || lens[s] > zn - used)
+        bad(fmt::format("{} encoding {} claims {} bytes, {} of {}'s {} are left", f.name, s, lens[s], zn - used,
+                        a[k].name, zn));
+      codec.decode(z + used, size_t(lens[s]), reinterpret_cast<uint8_t*>(out) + size_t(s) * f.bytes, frames(f),
+                   planes(f), plane_bytes(f), fmt::format("compressed rollout from rank {}, {} of sequence {}", sender,
+                                                          f.name, s));
+      used += lens[s];
+    }
+    if (used != zn) bad(fmt::format("the {} encodings hold {} bytes, {} {}", f.name, used, a[k].name, zn));
+    k += 2;
   }
-  const int64_t* lens = msg.array<int64_t>(1);
-  int64_t total = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (lens[i] <= 0 || lens[i] > a[0].shape[0] - total)
-      bad(fmt::format("encoding {} claims {} bytes, {} of obs_z's {} are left", i, lens[i], a[0].shape[0] - total,
-                      a[0].shape[0]));
-    total += lens[i];
-  }
-  if (total != a[0].shape[0]) bad(fmt::format("the encodings hold {} bytes, obs_z {}", total, a[0].shape[0]));
-  const int64_t F = layout.T() + 1;
-  const size_t seq_obs = layout.field(Seq::Obs).bytes;
-  auto* obs = reinterpret_cast<uint8_t*>(dst + layout.offset(Seq::Obs, n));
-  const char* z = msg.array<char>(0);
-  for (int64_t i = 0; i < n; ++i) {
-    codec.decode(z, size_t(lens[i]), obs + size_t(i) * seq_obs, F, planes(layout), plane_bytes(layout),
-                 fmt::format("compressed rollout from rank {}, sequence {}", sender, i));
-    z += lens[i];
-  }
-  for (size_t i = 1; i < fields.size(); ++i)
-    std::memcpy(dst + layout.field_offset(i, n), msg.payload + msg.offsets[i + 1], a[i + 1].bytes());
   return n;
 }
 

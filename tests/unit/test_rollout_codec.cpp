@@ -66,6 +66,9 @@ TEST(RolloutCodec, DecodesToThePlainPayloadBitForBit) {
   EXPECT_LT(obs_z, l.field(Seq::Obs).bytes * size_t(n) / 4);  // stacked frames: far smaller
   auto msg = wire::decode(frame.data(), frame.size(), 4, {wire::Kind::Rollout});
   ASSERT_TRUE(is_compressed_rollout(msg));
+  ASSERT_TRUE(l.has(Seq::BootObs));
+  EXPECT_GE(msg.find("boot_obs_z"), 0);  // boot slots are image frames too: compressed
+  EXPECT_LT(msg.find("boot_obs"), 0);
   EXPECT_EQ(msg.env.policy_version, 9);
   std::vector<char> dst(raw.size(), 0);
   EXPECT_EQ(decode_rollout(codec, l, msg, 4, dst.data(), n), n);
@@ -79,8 +82,11 @@ TEST(RolloutCodec, DecodesToThePlainPayloadBitForBit) {
   auto plain = l.arrays(n, true, m);
   std::vector<size_t> off;
   wire::payload_bytes(plain, &off);
-  EXPECT_EQ(0, std::memcmp(msg.array<float>(nf + 1), raw.data() + off[nf], size_t(m) * 4));
-  EXPECT_EQ(0, std::memcmp(msg.array<int32_t>(nf + 2), raw.data() + off[nf + 1], size_t(m) * 4));
+  const int ir = msg.find("episode_return"), il = msg.find("episode_length");
+  ASSERT_EQ(size_t(il), msg.env.arrays.size() - 1);  // the last two, as in a plain rollout
+  ASSERT_EQ(ir, il - 1);
+  EXPECT_EQ(0, std::memcmp(msg.array<float>(size_t(ir)), raw.data() + off[nf], size_t(m) * 4));
+  EXPECT_EQ(0, std::memcmp(msg.array<int32_t>(size_t(il)), raw.data() + off[nf + 1], size_t(m) * 4));
   // A plain rollout is not a compressed one.
   wire::Envelope pe = rollout_env(4);
   pe.arrays = plain;
