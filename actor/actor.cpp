@@ -64,11 +64,8 @@ class Actor {
     for (auto& s : slots_) s.buf.resize(wire::kHeaderRegion + payload);
     boot_count_.assign(size_t(E_), 0);
     ctl_.buf.resize(4096);
-    const auto& how = cfg.actor.compress_obs;
-    if (how == "zstd" && !obs_compressible(spec_))
-      throw ConfigError(fmt::format("config key 'actor.compress_obs' = \"zstd\": {} has no uint8 image observations "
-                                    "to compress (use \"auto\" or \"none\")", spec_.id));
-    if (how != "none" && obs_compressible(spec_))
+    // (actor.compress_obs = "zstd" on other observations is refused at start by rank 0.)
+    if (cfg.actor.compress_obs != "none" && obs_compressible(spec_))
       codec_ = std::make_unique<ObsCodec>(ObsCodecOptions{cfg.actor.compress_level, true, false});
   }
 

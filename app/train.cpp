@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/signals.h"
 #include "comm/ranks.h"
+#include "comm/rollout_codec.h"
 #include "core/logging.h"
 #include "core/run_dir.h"
 
@@ -98,6 +99,13 @@ std::string finished_reason(const Config& cfg, const nlohmann::json& state, cons
                      run_dir, why, run_dir, extend);
 }
 
+// actor.compress_obs = "zstd" needs uint8 image observations ("auto" compresses only those).
+void validate_compression(const Config& cfg, const envs::EnvSpec& spec) {
+  if (cfg.actor.compress_obs == "zstd" && !obs_compressible(spec))
+    throw ConfigError(fmt::format("config key 'actor.compress_obs' = \"zstd\": {} has no uint8 image observations to "
+                                  "compress (use \"auto\" or \"none\")", spec.id));
+}
+
 // A resumed run: the newest complete checkpoint of `run_dir`, the config checked against its own.
 // Returns false when there is none (`required`: that is an error, else a fresh start).
 bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, const std::vector<std::string>& overrides,
@@ -123,7 +131,9 @@ bool prepare_resume(Verdict& v, Config& cfg, const std::string& config_file, con
   ckpt::check_resume_config(read_text(latest.dir + "/config.toml"), cfg.resolved_toml,
                             fmt::format("'{}' from {}", run_dir, latest.dir));
   make_layout(cfg, world, hosts);
-  models::validate_model_config(cfg, envs::env_spec(cfg));
+  const auto spec = envs::env_spec(cfg);
+  models::validate_model_config(cfg, spec);
+  validate_compression(cfg, spec);
   buffer::validate_replay_config(cfg);
   nlohmann::json state;
   try {
@@ -182,7 +192,9 @@ Verdict validate_on_rank0(const std::string& file, const std::vector<std::string
     if (!v.finished.empty()) return v;
     if (!resumed) {
       make_layout(cfg, world, hosts);
-      models::validate_model_config(cfg, envs::env_spec(cfg));  // unknown env id, a CNN on flat observations
+      const auto spec = envs::env_spec(cfg);  // unknown env id
+      models::validate_model_config(cfg, spec);  // a CNN on flat observations
+      validate_compression(cfg, spec);
       buffer::validate_replay_config(cfg);
       run_dir = create_run_dir(cfg);
     }

@@ -833,6 +833,9 @@ def case_bad_wrong_type(args):
 
 def case_bad_out_of_range(args):
     bad(args, ["learner.gamma=2.0"], "learner.gamma")
+    # compressed observations on CartPole's float32 observations: refused at start by rank 0
+    p = bad(args, ['actor.compress_obs="zstd"'], "actor.compress_obs")
+    check("no uint8 image observations" in p.stderr, "the message says why")
 
 
 def case_bad_world_size(args):
