@@ -6,7 +6,7 @@
 #     UndefinedBehaviorSanitizer;
 #   - an MPI program on 2 ranks under the same (buffers of sends in flight when a rank dies), and
 #     the replay rank's real loop on 3 (tests/mpi/replay_rank.cpp: learner and actor played over
-#     the wire; dumps and a checkpoint part on its I/O thread);
+#     the wire; dumps and a checkpoint part on its I/O thread; then with compressed image rollouts);
 #   - the emulated CUDA scan kernel and the replay's I/O thread (a dump while the buffer's owner
 #     samples) under ThreadSanitizer;
 #   - each libFuzzer target (bench/fuzz.sh) over its seed corpus (tests/fuzz/corpus/TARGET) and its
@@ -39,6 +39,11 @@ echo "== the replay rank's loop, I/O thread, dumps and a checkpoint part under A
 rr=$(mktemp -d)
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 mpirun -n 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS \
   "$build/asan_replay_rank" "$rr"
+rm -rf "$rr"
+echo "== the same with frame-stacked images sent compressed (the replay decodes them in its loop)"
+rr=$(mktemp -d)
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 mpirun -n 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS \
+  "$build/asan_replay_rank" "$rr" pixels
 rm -rf "$rr"
 echo "== the emulated CUDA scan kernel under TSan"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_emulated_scan" --gtest_brief=1

@@ -11,7 +11,9 @@
 // Checks (each rank exits non-zero on a failure; mpirun then fails): counts that add up in the
 // final status, a checkpoint part written, dumps written, replies of the right size. No LibTorch:
 // the model's state size and the env spec come from the two functions defined below.
-// Usage: mpirun -n 3 replay_rank RUN_DIR
+// With "pixels", the actor's rollouts are frame-stacked uint8 images sent compressed, and the learner
+// checks every sampled sequence's frames byte for byte: the replay's decode path in its real loop.
+// Usage: mpirun -n 3 replay_rank RUN_DIR [pixels]
 #include <mpi.h>
 #include <sys/stat.h>
 
@@ -22,6 +24,7 @@
 
 #include "buffer/replay.h"
 #include "comm/protocol.h"
+#include "comm/rollout_codec.h"
 #include "comm/ranks.h"
 #include "comm/seq_layout.h"
 #include "comm/wire.h"
@@ -33,12 +36,17 @@
 
 using namespace mpirl;
 
-// The seams: a CartPole spec, no recurrent core.
+// The seams: a CartPole spec, or (argument "pixels") uint8 frames of 4 planes of 10 x 10 that the
+// actor sends compressed (comm/rollout_codec.h); no recurrent core.
+namespace {
+bool g_pixels = false;
+}
 namespace mpirl::envs {
 EnvSpec env_spec(const Config&) {
   EnvSpec s;
-  s.id = "CartPole-v1";
-  s.obs_shape = {4};
+  s.id = g_pixels ? "pixels" : "CartPole-v1";
+  s.obs_shape = g_pixels ? std::vector<int64_t>{4, 10, 10} : std::vector<int64_t>{4};
+  s.obs_uint8 = g_pixels;
   s.num_actions = 2;
   s.max_episode_steps = 500;
   return s;
@@ -56,6 +64,17 @@ int failures = 0;
 void expect(bool ok, const std::string& what) {
   std::printf("%s: %s\n", ok ? "ok" : "FAILED", what.c_str());
   failures += !ok;
+}
+
+// Pixel mode: sequence e of rollout k, frame t, plane c is the byte k*7 + e*3 + t + c with a mark
+// at (t + c) % 100, so frame t+1 repeats planes 1..3 of frame t (a frame stack).
+void fill_frames(uint8_t* obs, const SeqLayout& layout, int64_t k, int64_t e) {
+  const int64_t F = layout.T() + 1, C = 4, P = 100;
+  uint8_t* o = obs + e * F * C * P;
+  for (int64_t t = 0; t < F; ++t)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < P; ++i)
+        o[(t * C + c) * P + i] = uint8_t((k * 7 + e * 3 + t + c) ^ (i == (t + c) % P ? 0x80 : 0));
 }
 
 void send(const wire::Envelope& env, const std::vector<char>& payload, int dest, int tag) {
@@ -76,6 +95,7 @@ wire::Message recv(std::vector<char>& buf, int src, int tag) {
 void actor(const Config& cfg, const SeqLayout& layout) {
   const int64_t E = cfg.env.num_envs;
   std::vector<char> buf;
+  ObsCodec codec;
   for (int k = 0; k < kRollouts; ++k) {
     wire::Envelope env;
     env.kind = wire::Kind::Rollout;
@@ -90,7 +110,18 @@ void actor(const Config& cfg, const SeqLayout& layout) {
     const int32_t len = 8;
     std::memcpy(payload.data() + off[off.size() - 2], &ret, 4);
     std::memcpy(payload.data() + off[off.size() - 1], &len, 4);
-    send(env, payload, 1, kTagRollout);
+    for (int64_t e = 0; e < E; ++e) {
+      layout.ptr<int64_t>(payload.data(), Seq::Version, E)[e] = k;
+      layout.ptr<int32_t>(payload.data(), Seq::EnvIndex, E)[e] = int32_t(e);
+    }
+    if (g_pixels) {  // stacked frames, every sequence its own, sent compressed as an actor does
+      for (int64_t e = 0; e < E; ++e) fill_frames(layout.ptr<uint8_t>(payload.data(), Seq::Obs, E), layout, k, e);
+      std::vector<char> frame;
+      encode_rollout(codec, layout, payload.data(), E, 1, env, frame);
+      MPI_Send(frame.data(), int(frame.size()), MPI_BYTE, 1, kTagRollout, MPI_COMM_WORLD);
+    } else {
+      send(env, payload, 1, kTagRollout);
+    }
     auto ack = recv(buf, 1, kTagActorCtl);
     if (ack.env.kind != wire::Kind::RolloutAck) throw Error("actor: expected a RolloutAck");
   }
@@ -107,8 +138,9 @@ void actor(const Config& cfg, const SeqLayout& layout) {
 }
 
 void learner(const Config& cfg, const SeqLayout& layout, const std::string& run_dir) {
-  const int64_t B = cfg.learner.batch_size;
+  const int64_t B = cfg.learner.batch_size, E = cfg.env.num_envs;
   const size_t nf = layout.fields().size();
+  int64_t pixel_items = 0, pixel_bad = 0;
   std::vector<char> buf;
   wire::Envelope small;
   small.sender = 0;
@@ -143,6 +175,22 @@ void learner(const Config& cfg, const SeqLayout& layout, const std::string& run_
     ++batches;
     items += n;
     interval_dumps = msg.env.status.dump.dumps;
+    if (g_pixels) {  // every sampled sequence holds the frames its actor made, byte for byte
+      std::vector<uint8_t> want(size_t(E) * layout.field(Seq::Obs).bytes);
+      const auto* obs = msg.array<uint8_t>(layout.position(Seq::Obs));
+      const auto* ver = msg.array<int64_t>(layout.position(Seq::Version));
+      const auto* env_index = msg.array<int32_t>(layout.position(Seq::EnvIndex));
+      const size_t SB = layout.field(Seq::Obs).bytes;
+      for (int64_t j = 0; j < n; ++j) {
+        if (env_index[j] < 0 || env_index[j] >= E) {
+          ++pixel_bad;
+          continue;
+        }
+        fill_frames(want.data(), layout, ver[j], env_index[j]);
+        pixel_items += 1;
+        pixel_bad += std::memcmp(obs + size_t(j) * SB, want.data() + size_t(env_index[j]) * SB, SB) != 0;
+      }
+    }
     // New priorities for what it got.
     wire::Envelope pu;
     pu.kind = wire::Kind::PriorityUpdate;
@@ -194,13 +242,16 @@ void learner(const Config& cfg, const SeqLayout& layout, const std::string& run_
     if (msg.env.kind == wire::Kind::SampleReply) items += layout.check(msg, 1);
   }
   const auto& s = final_status;
-  const int64_t E = cfg.env.num_envs;
   expect(s.rollouts + s.discarded_rollouts == kRollouts && s.inserted == s.rollouts * E,
          "final status: every rollout stored or counted as discarded, inserted = rollouts x num_envs");
   expect(s.actor_env_steps == kRollouts * E * cfg.actor.rollout_len, "final status: the actor's env steps");
   expect(s.sampled == items, "final status: sampled = what the learner received (" + std::to_string(items) + ")");
   expect(s.dump.dumps >= 2 && s.dump.failures == 0 && !s.dump.final_failed,
          "final status: interval dumps and the end dump written (" + std::to_string(s.dump.dumps) + ")");
+  if (g_pixels)
+    expect(pixel_items > 0 && pixel_bad == 0, "pixels: every sampled sequence's frames are its actor's (" +
+                                                   std::to_string(pixel_bad) + " of " + std::to_string(pixel_items) +
+                                                   " differ)");
   std::printf("learner: %d batches, %d ReplayBusy, %ld dumps\n", batches, busy, long(s.dump.dumps));
 }
 
@@ -211,8 +262,9 @@ int main(int argc, char** argv) {
   int rank = 0, world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (argc != 2 || world != 3) {
-    if (rank == 0) std::fprintf(stderr, "usage: mpirun -n 3 replay_rank RUN_DIR\n");
+  g_pixels = argc == 3 && std::string(argv[2]) == "pixels";
+  if ((argc != 2 && !g_pixels) || world != 3) {
+    if (rank == 0) std::fprintf(stderr, "usage: mpirun -n 3 replay_rank RUN_DIR [pixels]\n");
     MPI_Finalize();
     return 2;
   }
