@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -29,12 +30,12 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   CLI::App app("replay ingest vs raw MPI");
-  int obs_dim = 64, E = 16, T = 32, messages = 300, capacity = 65536;
+  int obs_dim = 64, E = 16, T = 32, messages = 300, capacity = 0;
   app.add_option("--obs-dim", obs_dim);
   app.add_option("--envs", E);
   app.add_option("--T", T);
   app.add_option("--messages", messages, "messages per sender per phase");
-  app.add_option("--capacity", capacity);
+  app.add_option("--capacity", capacity, "items (0: 65536, or fewer so that the storage stays under 2 GiB)");
   bool copy = false;
   app.add_flag("--copy", copy, "insert by copying each sequence from a receive buffer");
   try {
@@ -69,6 +70,8 @@ int main(int argc, char** argv) {
   }
   // Phases: 0 raw MPI into one buffer; 1 replay ingest; 2 raw MPI into rotating buffers as large
   // as the replay's storage (what any receiver that keeps the data pays for cold memory).
+  if (capacity <= 0)  // 65536 Atari-sized items would be 61 GB (bad_alloc); the rate does not need them
+    capacity = int(std::max<int64_t>(E, std::min<int64_t>(65536, int64_t((size_t(2) << 30) / total) * E)));
   double results[3][2] = {};  // phase -> {seconds, bytes}
   std::vector<char> rotating;
   for (int phase = 0; phase < 3; ++phase) {
