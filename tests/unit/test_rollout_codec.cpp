@@ -8,19 +8,16 @@
 
 #include "comm/rollout_codec.h"
 #include "core/error.h"
+#include "tests/fuzz/fuzz_specs.h"
 
 using namespace mpirl;
 
 namespace {
 
+// The fuzz targets' pixel spec (uint8 [4, 10, 10]) with a time limit, so that boot slots are in use.
 envs::EnvSpec pixels() {
-  envs::EnvSpec s;
-  s.id = "pixels";
-  s.obs_shape = {4, 10, 10};
-  s.obs_uint8 = true;
-  s.discrete = true;
-  s.num_actions = 3;
-  s.max_episode_steps = 7;  // boot slots in use
+  envs::EnvSpec s = fuzz::pixels();
+  s.max_episode_steps = 7;
   return s;
 }
 
