@@ -102,7 +102,7 @@ class Actor {
     return u8(s, Seq::Obs) + (e * (T_ + 1) + t) * spec_.obs_bytes();
   }
 
-  void post_ctl() { MPIRL_MPI(MPI_Irecv(ctl_.buf.data(), int(ctl_.buf.size()), MPI_BYTE, comms_.layout.replay_rank(),
+  void post_ctl() { MPIRL_MPI(MPI_Irecv(ctl_.buf.data(), int(ctl_.buf.size()), MPI_BYTE, comms_.layout.replay_of(comms_.rank),
                                         kTagActorCtl, comms_.world, &ctl_.req)); }
 
   // Consumes control messages from the replay; returns true once ActorDoneAck has arrived.
@@ -250,12 +250,12 @@ class Actor {
     env.policy_version = min_version_;
     if (codec_) {
       const size_t total = encode_rollout(*codec_, *layout_, s.payload(), E_, m, env, s.z.buf);
-      MPIRL_MPI(MPI_Isend(s.z.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world,
+      MPIRL_MPI(MPI_Isend(s.z.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_of(comms_.rank), kTagRollout, comms_.world,
                           &s.z.req));
     } else {
       env.arrays = std::move(arrays);
       size_t total = wire::write_header(s.buf.data(), wire::kHeaderRegion, env);
-      MPIRL_MPI(MPI_Isend(s.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout, comms_.world,
+      MPIRL_MPI(MPI_Isend(s.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_of(comms_.rank), kTagRollout, comms_.world,
                           &s.req));
     }
     --credits_;
@@ -287,7 +287,7 @@ class Actor {
     env.arrays = {{"env_steps", wire::DType::I64, {1}}};
     MsgBuffer done;  // poll_ctl() may throw while the send is pending
     done.buf = wire::build_frame(env, &env_steps_sent_, sizeof(env_steps_sent_));
-    MPIRL_MPI(MPI_Isend(done.buf.data(), int(done.buf.size()), MPI_BYTE, comms_.layout.replay_rank(), kTagRollout,
+    MPIRL_MPI(MPI_Isend(done.buf.data(), int(done.buf.size()), MPI_BYTE, comms_.layout.replay_of(comms_.rank), kTagRollout,
                         comms_.world, &done.req));
     wait_request(done.req, [&] { poll_ctl(); });
     for (Backoff b; !poll_ctl();) b.idle();

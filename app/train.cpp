@@ -28,6 +28,7 @@
 #include "comm/rollout_codec.h"
 #include "core/logging.h"
 #include "core/run_dir.h"
+#include "buffer/hdf5_vds.h"
 
 namespace mpirl {
 namespace {
@@ -104,6 +105,23 @@ void validate_compression(const Config& cfg, const envs::EnvSpec& spec) {
   if (cfg.actor.compress_obs == "zstd" && !obs_compressible(spec))
     throw ConfigError(fmt::format("config key 'actor.compress_obs' = \"zstd\": {} has no uint8 image observations to "
                                   "compress (use \"auto\" or \"none\")", spec.id));
+}
+
+// Replay shards: after every shard's final dump (their goodbyes came before run_learner returned),
+// learner 0 joins them into one HDF5 view at the run's dump path (buffer/hdf5_vds.h). A failure
+// is reported, never fatal: each shard's dump stands on its own.
+void join_shard_dumps(const Config& cfg, const std::string& run_dir, int shards) {
+  if (cfg.replay.dump == "never") return;
+  std::vector<std::string> parts;
+  for (int k = 0; k < shards; ++k) parts.push_back(buffer::shard_dump_path(cfg, run_dir, k));
+  const std::string out = buffer::dump_path(cfg, run_dir);
+  try {
+    buffer::write_replay_vds(out, parts);
+    spdlog::info("replay: the {} shard dumps are joined in {} (HDF5 virtual datasets; keep the shard files beside it)",
+                 shards, out);
+  } catch (const std::exception& e) {
+    spdlog::error("replay: the shard dumps could not be joined into {}: {}", out, e.what());
+  }
 }
 
 // A resumed run: the newest complete checkpoint of `run_dir`, the config checked against its own.
@@ -257,14 +275,18 @@ int train_main(int* argc, char*** argv, const std::string& config_file, const st
       spdlog::info("mpirun is this terminal's foreground job: Ctrl-C stops the run as \"interrupted\", without a "
                    "final checkpoint (kill -USR1 <mpirun's pid> stops it after one)");
     if (rank == 0)
-      spdlog::info("mpirl {}: {} on {} ranks ({} learner(s), 1 replay, {}{} actor(s) x {} envs{}) -> {}{}", MPIRL_VERSION,
+      spdlog::info("mpirl {}: {} on {} ranks ({} learner(s), {}, {}{} actor(s) x {} envs{}) -> {}{}", MPIRL_VERSION,
                    cfg.env.id, world, layout.learners,
+                   layout.replays() == 1 ? std::string("1 replay") : fmt::format("{} replay shards", layout.replays()),
                    layout.central() ? fmt::format("{} inference rank(s), ", layout.inference_ranks().size()) : "",
                    layout.actors(), cfg.env.num_envs,
                    cfg.actor.env_groups > 1 ? fmt::format(" in {} groups", cfg.actor.env_groups) : "", v.start.run_dir,
                    v.start.resume_from.empty() ? "" : fmt::format(" (resumed, segment {})", v.start.segment));
     switch (comms.role()) {
-      case Role::Learner: code = learner::run_learner(cfg, comms, v.start); break;
+      case Role::Learner:
+        code = learner::run_learner(cfg, comms, v.start);
+        if (rank == 0 && layout.replays() > 1) join_shard_dumps(cfg, v.start.run_dir, layout.replays());
+        break;
       case Role::Replay: code = buffer::run_replay(cfg, comms, v.start); break;
       case Role::Actor: actor::run_actor(cfg, comms, v.start.segment); break;
       case Role::Inference: inference::run_inference(cfg, comms); break;

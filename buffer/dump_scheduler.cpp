@@ -20,8 +20,8 @@ extern "C" void on_sigusr2(int) { g_dump_requested = true; }
 std::string cut(const std::string& s) { return s.size() <= kMaxStatusString ? s : utf8_prefix(s, kMaxStatusString - 3) + "..."; }
 }  // namespace
 
-DumpScheduler::DumpScheduler(const Config& cfg, const std::string& run_dir)
-    : cfg_(cfg), path_(dump_path(cfg, run_dir)), last_(now_seconds()) {
+DumpScheduler::DumpScheduler(const Config& cfg, const std::string& run_dir, int shard)
+    : cfg_(cfg), path_(shard_dump_path(cfg, run_dir, shard)), last_(now_seconds()) {
   status_.path = cut(path_);
   struct sigaction sa {};
   sa.sa_handler = on_sigusr2;

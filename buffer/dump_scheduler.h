@@ -15,7 +15,7 @@ namespace mpirl::buffer {
 
 class DumpScheduler {
  public:
-  DumpScheduler(const Config& cfg, const std::string& run_dir);
+  DumpScheduler(const Config& cfg, const std::string& run_dir, int shard = 0);  // shard: of roles.replays
   // Why a dump is due now: "SIGUSR2" (arrived since the last call) or "interval" (periodic dumps
   // stop once `stopping`); nullptr when none is. The interval counts from the end of the last
   // dump: one slower than the interval must not keep the replay dumping (and not inserting).

@@ -27,6 +27,18 @@ CheckpointRequestView read_checkpoint_request(const wire::Message& msg, int src)
           msg.array<uint8_t>(1)[0] != 0};
 }
 
+int64_t read_sample_request(const wire::Message& msg, int src, int64_t batch_size) {
+  const auto& a = msg.env.arrays;
+  if (a.empty()) return batch_size;
+  if (a.size() != 1 || a[0].name != "n" || a[0].dtype != wire::DType::I64 || a[0].elements() != 1)
+    throw Error(fmt::format("SampleRequest from rank {} is malformed: expected no array or one i64 'n'", src));
+  const int64_t n = msg.array<int64_t>(0)[0];
+  if (n < 0 || n > batch_size)
+    throw Error(fmt::format("SampleRequest from rank {} asks for {} sequences; learner.batch_size is {}", src, n,
+                            batch_size));
+  return n;
+}
+
 int64_t read_actor_done(const wire::Message& msg, int src) {
   const auto& a = msg.env.arrays;
   if (a.size() != 1 || a[0].name != "env_steps" || a[0].dtype != wire::DType::I64 || a[0].elements() != 1)

@@ -23,6 +23,10 @@ struct CheckpointRequestView {
 // Only learner 0 (rank 0) sends them.
 CheckpointRequestView read_checkpoint_request(const wire::Message& msg, int src);
 
+// SampleRequest: how many sequences (no array: learner.batch_size; a learner of replay shards
+// sends one i64 "n" in 0..batch_size, its share of the batch for this shard).
+int64_t read_sample_request(const wire::Message& msg, int src, int64_t batch_size);
+
 // ActorDone: the actor's own count of the env steps it sent.
 int64_t read_actor_done(const wire::Message& msg, int src);
 

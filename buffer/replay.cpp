@@ -24,15 +24,17 @@
 namespace mpirl::buffer {
 
 ReplayServer::ReplayServer(const Config& cfg, const Comms& comms, const RunStart& start)
-    : pid_file_(start.run_dir), cfg_(cfg), comms_(comms), start_(start), spec_(envs::env_spec(cfg)),
-      layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)), rb_(layout_, server_options(cfg, layout_)),
-      dumps_(cfg, start.run_dir), stalls_(comms, cfg.run.stall_timeout_s),
+    : pid_file_(start.run_dir, comms.layout.shard_index(comms.rank)), cfg_(cfg), comms_(comms), start_(start),
+      shard_(comms.layout.shard_index(comms.rank)), actors_(comms.layout.actors_of_shard(shard_)),
+      part_(part_name(shard_)), spec_(envs::env_spec(cfg)),
+      layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)),
+      rb_(layout_, server_options(cfg, layout_, shard_)), dumps_(cfg, start.run_dir, shard_), stalls_(comms, cfg.run.stall_timeout_s),
       reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
   c_.sampled_by_learner.assign(size_t(comms.layout.learners), 0);
 }
 
 int ReplayServer::run() {
-  const int L = comms_.layout.learners, A = comms_.layout.actors();
+  const int L = comms_.layout.learners, A = int(actors_.size());
   Backoff backoff, receiving(20);
   if (!start_.resume_from.empty() || !cfg_.replay.restore.empty()) start_restore();
   while (!(actors_done_ == A && byes_.size() == size_t(L) && acked_ && rx_.src < 0)) {
@@ -81,6 +83,9 @@ ReplayStatus ReplayServer::status() const {
   s.priority_updates = r.priority_updates;
   s.stale_priority_updates = r.stale_priority_updates;
   s.max_priority = rb_.max_priority();
+  s.shard = shard_;
+  s.priority_mass = rb_.mass();
+  s.importance_exponent = rb_.importance_exponent();
   s.dump = dumps_.status();
   return s;
 }
@@ -120,9 +125,11 @@ bool ReplayServer::handle_learners() {
     if (comms_.layout.role_of(src) != Role::Learner)
       throw Error(fmt::format("replay: {} from rank {}, which is not a learner", wire::kind_name(msg.env.kind), src));
     switch (msg.env.kind) {
-      case wire::Kind::SampleRequest:
-        if (!stopping_) pending_.push_back(src);
+      case wire::Kind::SampleRequest: {
+        const int64_t n = read_sample_request(msg, src, cfg_.learner.batch_size);
+        if (!stopping_) pending_.emplace_back(src, n);
         break;
+      }
       case wire::Kind::PriorityUpdate: {
         auto u = read_priority_update(msg, src);
         rb_.update_priorities(u.slots, u.generations, u.priorities, u.n);
@@ -132,7 +139,7 @@ bool ReplayServer::handle_learners() {
       default:  // LearnerBye: acknowledged once every learner has left and the final dump is done
         byes_.push_back(src);
         stopping_ = true;
-        std::erase(pending_, src);
+        std::erase_if(pending_, [src](const auto& p) { return p.first == src; });
     }
   }
   return any;
@@ -164,7 +171,7 @@ bool ReplayServer::handle_actors() {
   // Into the buffer only while no file work runs or waits to start (it reads the items in
   // place); after the stop rollouts go to discard_, which no job reads.
   const bool into_buffer = !io_.running() && !work_pending();
-  const int A = comms_.layout.actors();
+  const int A = int(actors_.size());
   // One rollout per call: the next receive is posted, then the learners are served. Taking every
   // rollout that waits starved the learners while actors sent faster than the replay ingests
   // (bench_replay_load with unlimited actors: one batch in 6 s).
@@ -191,7 +198,7 @@ bool ReplayServer::handle_actors() {
     // time, any-source matching keeps serving the same actor and starves the others.
     bool matched = false;
     for (int tried = 0; tried < A && !matched && (stopping_ || (into_buffer && rb_.can_insert_chunk())); ++tried) {
-      const int src = comms_.layout.actor_rank(next_actor_);
+      const int src = actors_[size_t(next_actor_)];
       next_actor_ = (next_actor_ + 1) % A;
       int flag = 0, count = 0;
       MPI_Message m;
@@ -281,11 +288,12 @@ void ReplayServer::received(const Incoming& in) {
 
 bool ReplayServer::serve() {
   bool any = false;
-  const int64_t B = cfg_.learner.batch_size;
   const size_t nf = layout_.fields().size();
-  while (!stopping_ && !pending_.empty() && rb_.can_sample(B)) {
+  // A request for 0 sequences (a shard the learner's split gave none) is answered at once: it
+  // carries this shard's status, its mass for the next split and learner 0's episode statistics.
+  while (!stopping_ && !pending_.empty() && (pending_.front().second == 0 || rb_.can_sample(pending_.front().second))) {
     any = true;
-    int dest = pending_.front();
+    const auto [dest, B] = pending_.front();
     pending_.pop_front();
     // Learner 0 keeps the run's episode statistics: it gets them (at most
     // kMaxEpisodeStatsPerReply per reply; the rest wait for the next one).
@@ -305,7 +313,7 @@ bool ReplayServer::serve() {
     const size_t off = sample_reply_payload_offset(comms_.layout.learners);
     buf.resize(off + payload_len);
     char* payload = buf.data() + off;
-    auto s = rb_.sample(B, payload);
+    auto s = B > 0 ? rb_.sample(B, payload) : ReplayBuffer::Sampled{};
     c_.sampled_by_learner[size_t(dest)] += B;
     episodes_.take(size_t(m), reinterpret_cast<float*>(payload + offsets[nf]),
                    reinterpret_cast<int32_t*>(payload + offsets[nf + 1]));
@@ -314,6 +322,7 @@ bool ReplayServer::serve() {
     std::memcpy(payload + offsets[nf + 4], s.weights.data(), size_t(B) * 4);
     auto* seqs = reinterpret_cast<int64_t*>(payload + offsets[nf + 5]);
     for (int64_t k = 0; k < B; ++k) seqs[k] = rb_.meta(s.slots[size_t(k)]).insert_seq;
+    std::memcpy(payload + offsets[nf + 6], s.probs.data(), size_t(B) * 8);
     env.has_status = true;
     env.status = status();
     wire::write_header(buf.data(), off, env);

@@ -32,8 +32,11 @@ int run_replay(const Config& cfg, const Comms& comms, const RunStart& start);
 // is created); throws ConfigError naming the key or file.
 void validate_replay_config(const Config& cfg);
 
-// The dump path of a run.
+// The dump path of a run (with roles.replays = K > 1: the virtual dataset that joins the shards'
+// dumps, written by learner 0 at the end), and shard k's own dump: the same path with K = 1,
+// else ".shard<k>" before the extension (runs/x/replay.shard0.h5, ...).
 std::string dump_path(const Config& cfg, const std::string& run_dir);
+std::string shard_dump_path(const Config& cfg, const std::string& run_dir, int shard);
 
 }  // namespace mpirl::buffer
 

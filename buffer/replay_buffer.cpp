@@ -228,7 +228,8 @@ ReplayBuffer::Sampled ReplayBuffer::sample(int64_t B, char* dst) {
   out.slots.resize(size_t(B));
   out.generations.resize(size_t(B));
   out.weights.assign(size_t(B), 1.f);
-  std::vector<double> probs(static_cast<size_t>(B));
+  std::vector<double>& probs = out.probs;
+  probs.assign(static_cast<size_t>(B), 1.0);
   const double beta = importance_exponent();
   const double n_items = double(size_);
   for (int64_t k = 0; k < B; ++k) {
@@ -252,6 +253,11 @@ ReplayBuffer::Sampled ReplayBuffer::sample(int64_t B, char* dst) {
   ++c_.batches;
   limiter_.sampled(B);
   return out;
+}
+
+double ReplayBuffer::mass() const {
+  if (auto* p = dynamic_cast<const PrioritizedSelector*>(selector_.get())) return p->tree().total();
+  return double(size_);
 }
 
 void ReplayBuffer::update_priorities(const int64_t* slots, const int64_t* gens, const float* prios, int64_t n) {

@@ -109,7 +109,11 @@ class ReplayBuffer {
   struct Sampled {
     std::vector<int64_t> slots, generations;
     std::vector<float> weights;  // importance weights, max-normalised within the batch (1 if not prioritized)
+    std::vector<double> probs;   // each draw's probability (of the item it drew, at the draw)
   };
+  // The sampling mass: prioritized, the sum of priority^alpha over the stored items; otherwise
+  // the item count (each item weighs 1). What a replay shard reports (comm/shard_sampling.h).
+  double mass() const;
   // Draws B items (independently, with replacement except in queue mode) into dst, a payload for B sequences.
   Sampled sample(int64_t B, char* dst);
   // Applies priorities computed for (slot, generation); stale ones are dropped and counted.

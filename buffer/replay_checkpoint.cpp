@@ -31,8 +31,11 @@ DumpInfo write_replay_checkpoint(const ReplayBuffer& rb, const ReplayCheckpoint&
   return write_replay_checkpoint(DumpSnapshot::of(rb), st, dir, env_id, config);
 }
 
+std::string part_name(int shard) { return shard == 0 ? "replay" : fmt::format("replay.shard{}", shard); }
+
 DumpInfo write_replay_checkpoint(const DumpSnapshot& items, const ReplayCheckpoint& st, const std::string& dir,
-                                 const std::string& env_id, const std::string& config, const DumpOptions& opts) {
+                                 const std::string& env_id, const std::string& config, const DumpOptions& opts,
+                                 const std::string& part) {
   const auto& b = st.buffer;
   nlohmann::json j = {{"status", nlohmann::json(st.status)},
                       {"pending_episode_returns", st.returns},
@@ -50,22 +53,23 @@ DumpInfo write_replay_checkpoint(const DumpSnapshot& items, const ReplayCheckpoi
                         {"limiter_samples", b.limiter_samples},
                         {"max_priority", b.max_priority},
                         {"rng", b.rng}}}};
-  auto info = dump_replay(items, dir + "/replay.h5", env_id, config, opts);
+  auto info = dump_replay(items, dir + "/" + part + ".h5", env_id, config, opts);
   kill_point("replay_part");
   j["items"] = info.items;
   j["checksum_crc32"] = info.checksum;
-  write_json_atomic(dir + "/replay_state.json", j);
+  write_json_atomic(dir + "/" + part + "_state.json", j);
   return info;
 }
 
 DumpInfo write_checkpoint_part(const DumpSnapshot& items, const ReplayCheckpoint& st, const std::string& dir,
-                               const Config& cfg, CheckpointStatus& k, const DumpOptions& opts) {
+                               const Config& cfg, CheckpointStatus& k, const DumpOptions& opts,
+                               const std::string& part) {
   ++k.requests;
   k.last_ok = false;
   k.dir = utf8_suffix(dir, kMaxStatusString);
   const double t0 = now_seconds();
   try {
-    auto info = write_replay_checkpoint(items, st, dir, cfg.env.id, cfg.resolved_toml, opts);
+    auto info = write_replay_checkpoint(items, st, dir, cfg.env.id, cfg.resolved_toml, opts, part);
     ++k.completed;
     k.last_ok = true;
     k.items = info.items;
@@ -83,14 +87,14 @@ DumpInfo write_checkpoint_part(const DumpSnapshot& items, const ReplayCheckpoint
 }
 
 ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start, const std::string& env_id,
-                                        const DumpOptions& opts) {
-  auto st = read_replay_checkpoint(rb, start.resume_from, env_id, opts);
+                                        const DumpOptions& opts, const std::string& part) {
+  auto st = read_replay_checkpoint(rb, start.resume_from, env_id, opts, part);
   st.status.dump = {};
   st.status.checkpoint = {};
   spdlog::info("replay: resumed {} items ({} env steps, {} pending episode statistics) from '{}'", rb.size(),
                st.status.env_steps, st.returns.size(), start.resume_from);
   append_json_line(start.run_dir + "/resumed.jsonl",
-                   {{"role", "replay"}, {"segment", start.segment}, {"checkpoint", start.resume_from},
+                   {{"role", "replay"}, {"part", part}, {"segment", start.segment}, {"checkpoint", start.resume_from},
                     {"replay_items", rb.size()}, {"replay_checksum_crc32", st.checksum},
                     {"env_steps", st.status.env_steps}, {"episodes", st.status.episodes},
                     {"rollouts", st.status.rollouts}, {"inserted", rb.counters().inserted},
@@ -132,8 +136,8 @@ ReplayCheckpoint replay_state_from_json(const nlohmann::json& j, const std::stri
 }
 
 ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir, const std::string& env_id,
-                                        const DumpOptions& opts) {
-  const std::string path = dir + "/replay_state.json";
+                                        const DumpOptions& opts, const std::string& part) {
+  const std::string path = dir + "/" + part + "_state.json";
   nlohmann::json j;
   try {
     std::ifstream in(path);
@@ -143,10 +147,10 @@ ReplayCheckpoint read_replay_checkpoint(ReplayBuffer& rb, const std::string& dir
     throw Error(fmt::format("checkpoint file '{}': {}", path, e.what()));
   }
   ReplayCheckpoint st = replay_state_from_json(j, path);
-  auto h = restore_replay(rb, dir + "/replay.h5", env_id, opts);
+  auto h = restore_replay(rb, dir + "/" + part + ".h5", env_id, opts);
   if (h.items != st.items || h.checksum != st.checksum)
-    throw Error(fmt::format("checkpoint '{}': replay.h5 holds {} items with CRC-32 {:08x}, replay_state.json says {} "
-                            "and {:08x}", dir, h.items, h.checksum, st.items, st.checksum));
+    throw Error(fmt::format("checkpoint '{}': {}.h5 holds {} items with CRC-32 {:08x}, {}_state.json says {} "
+                            "and {:08x}", dir, part, h.items, h.checksum, part, st.items, st.checksum));
   rb.resume(st.buffer);
   st.checksum = h.checksum;
   return st;

@@ -100,8 +100,12 @@ ReplayOptions replay_options(const Config& cfg) {
 
 // A chunk holds one whole rollout frame as the actor sends it: the header region, E sequences and
 // up to E*T episode statistics.
-ReplayOptions server_options(const Config& cfg, const SeqLayout& layout) {
+ReplayOptions server_options(const Config& cfg, const SeqLayout& layout, int shard) {
   auto o = replay_options(cfg);
+  // Shards draw independent streams, and each anneals the importance exponent over its share of
+  // the samples (about 1/K of them).
+  o.seed += uint64_t(shard) * 0x9E3779B97F4A7C15ull;
+  if (cfg.roles.replays > 1) o.importance_anneal_items = (o.importance_anneal_items + cfg.roles.replays - 1) / cfg.roles.replays;
   const int64_t E = cfg.env.num_envs;
   o.chunk_bytes = wire::kHeaderRegion + wire::payload_bytes(layout.arrays(E, true, E * layout.T()));
   return o;
@@ -109,6 +113,14 @@ ReplayOptions server_options(const Config& cfg, const SeqLayout& layout) {
 
 std::string dump_path(const Config& cfg, const std::string& run_dir) {
   return cfg.replay.dump_path.empty() ? run_dir + "/replay.h5" : cfg.replay.dump_path;
+}
+
+std::string shard_dump_path(const Config& cfg, const std::string& run_dir, int shard) {
+  const std::string p = dump_path(cfg, run_dir);
+  if (cfg.roles.replays <= 1) return p;
+  const size_t slash = p.rfind('/'), dot = p.rfind('.');
+  const bool ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return fmt::format("{}.shard{}{}", ext ? p.substr(0, dot) : p, shard, ext ? p.substr(dot) : std::string());
 }
 
 void validate_replay_config(const Config& cfg) {
@@ -141,6 +153,10 @@ void validate_replay_config(const Config& cfg) {
                                   o.error_buffer, o.samples_per_insert,
                                   (double(E) * o.samples_per_insert + double(B)) / 2));
   check_dump_path(cfg);
+  if (!cfg.replay.restore.empty() && cfg.roles.replays > 1)
+    throw ConfigError(fmt::format("config key 'replay.restore': a dump restores into one replay, and roles.replays = {} "
+                                  "starts {} shards; restore with roles.replays = 1",
+                                  cfg.roles.replays, cfg.roles.replays));
   if (!cfg.replay.restore.empty()) {
     try {
       auto spec = envs::env_spec(cfg);

@@ -7,6 +7,6 @@ namespace mpirl::buffer {
 
 ReplayOptions replay_options(const Config& cfg);
 // The replay rank's options: chunks sized to take one whole rollout frame in place.
-ReplayOptions server_options(const Config& cfg, const SeqLayout& layout);
+ReplayOptions server_options(const Config& cfg, const SeqLayout& layout, int shard = 0);
 
 }  // namespace mpirl::buffer

@@ -28,7 +28,7 @@ ReplayCheckpoint ReplayServer::checkpoint_state() const {
 // The replay's part of the final checkpoint, on this thread; a failure is reported to learner 0
 // in the status.
 DumpInfo ReplayServer::checkpoint(const std::string& dir) {
-  return write_checkpoint_part(DumpSnapshot::of(rb_), checkpoint_state(), dir, cfg_, c_.checkpoint);
+  return write_checkpoint_part(DumpSnapshot::of(rb_), checkpoint_state(), dir, cfg_, c_.checkpoint, {}, part_);
 }
 
 void ReplayServer::start_restore() {
@@ -39,7 +39,7 @@ void ReplayServer::start_restore() {
             [this, resume](const IoJob::Progress& p) {
               DumpOptions o;
               o.on_block = p.tick;
-              if (resume) restore_.st = resume_from_checkpoint(rb_, start_, cfg_.env.id, o);
+              if (resume) restore_.st = resume_from_checkpoint(rb_, start_, cfg_.env.id, o, part_);
               else restore_.items = restore_replay(rb_, cfg_.replay.restore, cfg_.env.id, o).items;
             });
   spdlog::info("replay: {} on the I/O thread; the learners are told the replay is busy", io_.what());
@@ -55,7 +55,7 @@ bool ReplayServer::start_due_work() {
       DumpOptions o;
       o.on_block = p.tick;
       o.on_flush = p.flushing;
-      write_checkpoint_part(ckpt_.items, ckpt_.st, ckpt_.dir, cfg_, ckpt_.k, o);
+      write_checkpoint_part(ckpt_.items, ckpt_.st, ckpt_.dir, cfg_, ckpt_.k, o, part_);
     });
   } else {
     job_ = Job::Dump;

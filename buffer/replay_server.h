@@ -79,6 +79,9 @@ class ReplayServer {
   const Config& cfg_;
   const Comms& comms_;
   const RunStart start_;
+  const int shard_;                // this rank's replay shard (0 with one replay)
+  const std::vector<int> actors_;  // the actor ranks that send to it
+  const std::string part_;         // its checkpoint files' stem (buffer/replay_checkpoint.h)
   envs::EnvSpec spec_;
   SeqLayout layout_;
   ReplayBuffer rb_;
@@ -95,7 +98,7 @@ class ReplayServer {
     int64_t rollouts = 0, wire_bytes = 0, raw_bytes = 0;  // their image fields: encoded, decoded
   } compressed_;
   Incoming rx_;        // the rollout being received (src < 0: none)
-  std::deque<int> pending_;
+  std::deque<std::pair<int, int64_t>> pending_;  // sample requests: learner rank, sequences asked for
   PendingEpisodes episodes_;
   std::vector<int> byes_;
   std::string final_checkpoint_;  // where the final checkpoint's replay part goes ("" = none)

@@ -13,7 +13,13 @@ namespace mpirl::buffer {
 
 StallWatch::StallWatch(const Comms& comms, double timeout_s)
     : comms_(comms), timeout_s_(timeout_s), last_check_(now_seconds()),
-      last_(size_t(comms.layout.actors()), now_seconds()), done_(size_t(comms.layout.actors()), 0) {}
+      last_(size_t(comms.layout.actors()), now_seconds()), done_(size_t(comms.layout.actors()), 0) {
+  // A replay shard watches the actors that send to it; the others are another shard's.
+  const int shard = comms.layout.shard_index(comms.rank);
+  if (shard < 0) return;
+  for (int a = 0; a < comms.layout.actors(); ++a)
+    if (comms.layout.shard_of(comms.layout.actor_rank(a)) != shard) done_[size_t(a)] = 1;
+}
 
 void StallWatch::heard(int rank) { last_[size_t(comms_.layout.actor_index(rank))] = now_seconds(); }
 

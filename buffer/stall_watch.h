@@ -1,6 +1,6 @@
 #pragma once
 // Stalls MPI cannot see: an actor whose env hangs, or a rank that stops without dying. The replay
-// hears from every actor; an actor it has heard nothing from for run.stall_timeout_s ends the job
+// (each replay shard) hears from every actor that sends to it; an actor it has heard nothing from for run.stall_timeout_s ends the job
 // with an error naming the silent ranks and their hosts. An actor whose rollout is waiting at the
 // replay (back-pressure: the buffer may not take it yet) is not silent.
 #include <vector>

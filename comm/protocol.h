@@ -142,6 +142,11 @@ struct ReplayStatus {
   int64_t restored_seq_end = 0;   // insertion numbers below this are items restored from a dump
   int64_t sampled = 0, batches = 0, priority_updates = 0, stale_priority_updates = 0;
   double max_priority = 1;
+  // Replay shards (roles.replays): this shard's index, its sampling mass (prioritized: the sum of
+  // priority^alpha over its items; uniform and fifo: its item count) and the importance exponent
+  // it weights with. A learner splits each batch over the shards in proportion to their masses.
+  int64_t shard = 0;
+  double priority_mass = 0, importance_exponent = 0;
   std::vector<int64_t> sampled_by_learner;
   DumpStatus dump;
   CheckpointStatus checkpoint;

@@ -24,7 +24,21 @@ Layout::Layout(int world_size, int num_learners) : world(world_size), learners(n
   roles_.assign(size_t(std::max(world, 0)), Role::Actor);
   for (int r = 0; r < world; ++r) roles_[size_t(r)] = r < learners ? Role::Learner : r == learners ? Role::Replay : Role::Actor;
   server_.assign(size_t(std::max(world, 0)), -1);
+  if (learners < world) replay_ranks_ = {learners};
   index_actors();
+}
+
+int Layout::shard_index(int rank) const {
+  for (size_t k = 0; k < replay_ranks_.size(); ++k)
+    if (replay_ranks_[k] == rank) return int(k);
+  return -1;
+}
+
+std::vector<int> Layout::actors_of_shard(int shard) const {
+  std::vector<int> out;
+  for (int r : actor_ranks_)
+    if (shard_of_[size_t(r)] == shard) out.push_back(r);
+  return out;
 }
 
 void Layout::index_actors() {
@@ -35,6 +49,71 @@ void Layout::index_actors() {
       actor_index_[size_t(r)] = int(actor_ranks_.size());
       actor_ranks_.push_back(r);
     }
+  if (shard_of_.size() != size_t(world)) shard_of_.assign(size_t(world), -1);
+  for (int r : actor_ranks_)
+    if (shard_of_[size_t(r)] < 0) shard_of_[size_t(r)] = 0;
+}
+
+namespace {
+// Host order: hosts in order of their first rank from `first` on.
+std::vector<std::string> host_order(const std::vector<std::string>& hosts, int first, int world) {
+  std::vector<std::string> order;
+  for (int r = first; r < world; ++r) {
+    const std::string h = hosts.empty() ? std::string() : hosts[size_t(r)];
+    if (std::find(order.begin(), order.end(), h) == order.end()) order.push_back(h);
+  }
+  return order;
+}
+}  // namespace
+
+void Layout::place_shards(int K, const std::vector<std::string>& hosts) {
+  auto host_of = [&](int r) { return hosts.empty() ? std::string() : hosts[size_t(r)]; };
+  const auto order = host_order(hosts, learners + 1, world);
+  std::vector<int> shards_on(order.size(), 0);
+  const auto first = std::find(order.begin(), order.end(), host_of(learners));
+  if (first != order.end()) ++shards_on[size_t(first - order.begin())];
+  // Round by round: a host gets its (n+1)-th shard only once every host with a free rank has n.
+  for (int round = 0; int(replay_ranks_.size()) < K; ++round) {
+    bool placed = false;
+    for (size_t h = 0; h < order.size() && int(replay_ranks_.size()) < K; ++h) {
+      if (shards_on[h] > round) continue;
+      for (int r = learners + 1; r < world; ++r)
+        if (roles_[size_t(r)] == Role::Actor && host_of(r) == order[h]) {
+          roles_[size_t(r)] = Role::Replay;
+          replay_ranks_.push_back(r);
+          ++shards_on[h];
+          placed = true;
+          break;
+        }
+    }
+    if (!placed && round >= *std::max_element(shards_on.begin(), shards_on.end())) break;  // no free rank left
+  }
+}
+
+void Layout::assign_shards(const std::vector<std::string>& hosts) {
+  auto host_of = [&](int r) { return hosts.empty() ? std::string() : hosts[size_t(r)]; };
+  shard_of_.assign(size_t(world), -1);
+  std::vector<int> here_count(replay_ranks_.size(), 0);
+  int spill = 0;
+  std::vector<std::string> seen;
+  std::vector<int> next_on_host;
+  for (int r = 0; r < world; ++r) {
+    if (roles_[size_t(r)] != Role::Actor) continue;
+    std::vector<int> local;
+    for (size_t k = 0; k < replay_ranks_.size(); ++k)
+      if (host_of(replay_ranks_[k]) == host_of(r)) local.push_back(int(k));
+    if (local.empty()) {
+      shard_of_[size_t(r)] = spill++ % int(replay_ranks_.size());
+      continue;
+    }
+    auto it = std::find(seen.begin(), seen.end(), host_of(r));
+    size_t h = size_t(it - seen.begin());
+    if (it == seen.end()) {
+      seen.push_back(host_of(r));
+      next_on_host.push_back(0);
+    }
+    shard_of_[size_t(r)] = local[size_t(next_on_host[h]++) % local.size()];
+  }
 }
 
 std::vector<int> Layout::served_by(int inference_rank) const {
@@ -45,29 +124,42 @@ std::vector<int> Layout::served_by(int inference_rank) const {
 }
 
 Layout make_layout(const Config& cfg, int world_size, const std::vector<std::string>& hosts) {
-  const int L = cfg.roles.learners;
+  const int L = cfg.roles.learners, K = cfg.roles.replays;
   const bool central = cfg.actor.inference == "central";
-  const int need = L + 2 + (central ? 1 : 0);
+  const int need = L + K + 1 + (central ? 1 : 0);
   if (world_size < need)
     throw ConfigError(fmt::format(
-        "world size {} is too small: roles.learners = {} needs {} learner rank(s) + 1 replay rank{} + at least 1 "
+        "world size {} is too small: roles.learners = {} needs {} learner rank(s) + {} replay rank{}{} + at least 1 "
         "actor rank = {} ranks (start with `mpirun -n {} mpirl train ...`; an MPI program started without its "
         "launcher runs as separate singletons of size 1)",
-        world_size, L, L, central ? " + 1 inference rank (actor.inference = \"central\")" : "", need, need));
+        world_size, L, L, K, K == 1 ? "" : fmt::format("s (roles.replays = {})", K),
+        central ? " + 1 inference rank (actor.inference = \"central\")" : "", need, need));
   Layout l(world_size, L);
-  if (!central) return l;
+  if (K > 1) {
+    if (!hosts.empty() && hosts.size() != size_t(world_size))
+      throw Error(fmt::format("make_layout: {} host names for {} ranks", hosts.size(), world_size));
+    l.place_shards(K, hosts);
+    if (l.replays() != K) throw ConfigError(fmt::format("roles.replays = {}: only {} ranks are free for shards", K, l.replays()));
+    l.index_actors();
+  }
+  auto finish = [&] {
+    l.assign_shards(hosts);
+    return l;
+  };
+  if (!central) return finish();
   // Per host, in order of first rank: its ranks after the learners and the replay.
   std::vector<std::string> order;
   auto host_of = [&](int r) { return hosts.empty() ? std::string() : hosts[size_t(r)]; };
   for (int r = L + 1; r < world_size; ++r)
-    if (std::find(order.begin(), order.end(), host_of(r)) == order.end()) order.push_back(host_of(r));
+    if (l.roles_[size_t(r)] == Role::Actor && std::find(order.begin(), order.end(), host_of(r)) == order.end())
+      order.push_back(host_of(r));
   const int k = cfg.roles.inference_per_node;
   const bool on_learner_hosts = cfg.roles.inference_hosts == "learners";
   std::vector<std::vector<int>> servers(order.size()), actors(order.size());
   for (size_t h = 0; h < order.size(); ++h) {
     std::vector<int> ranks;
     for (int r = L + 1; r < world_size; ++r)
-      if (host_of(r) == order[h]) ranks.push_back(r);
+      if (l.roles_[size_t(r)] == Role::Actor && host_of(r) == order[h]) ranks.push_back(r);
     bool learner_host = false;
     for (int r = 0; r < L; ++r) learner_host |= host_of(r) == order[h];
     // "each": every host that keeps at least one actor; "learners": the learners' hosts (their GPUs).
@@ -96,7 +188,7 @@ Layout make_layout(const Config& cfg, int world_size, const std::vector<std::str
   if (std::count(l.roles_.begin(), l.roles_.end(), Role::Actor) == 0)
     throw ConfigError(fmt::format("actor.inference = \"central\": all {} ranks after the learners and the replay "
                                   "serve inference, none is left to act",
-                                  world_size - L - 1));
+                                  world_size - L - K));
   std::sort(l.inference_ranks_.begin(), l.inference_ranks_.end());
   // Actors of a host with inference ranks: round-robin over them; the others over all of them.
   int spill = 0;
@@ -107,7 +199,7 @@ Layout make_layout(const Config& cfg, int world_size, const std::vector<std::str
       l.server_[size_t(actors[h][i])] = pool[pick % pool.size()];
     }
   l.index_actors();
-  return l;
+  return finish();
 }
 
 std::vector<std::string> gather_hosts() {

@@ -1,5 +1,9 @@
 #pragma once
-// Rank layout: ranks 0..L-1 are learners, rank L is the replay, the rest are actors; with central
+// Rank layout: ranks 0..L-1 are learners, rank L is the replay (shard 0), the rest are actors; with
+// roles.replays = K > 1, shards 1..K-1 take the first free rank of each host in turn (hosts in order
+// of their first rank after the learners; a host gets a second shard only once every host has one),
+// and each actor sends to a shard of its own host (round-robin) or, when its host has none, to any
+// (round-robin over all). With central
 // inference (actor.inference = "central"), on every host (roles.inference_hosts = "each": a host
 // keeps at least one actor, else it has none; "learners": the hosts of learners only) the first
 // roles.inference_per_node of those remaining ranks serve inference instead, and each actor is
@@ -23,7 +27,15 @@ class Layout {
   // Every rank an actor (after the learners and the replay): local inference.
   Layout(int world, int learners);
   int world = 0, learners = 0;
-  int replay_rank() const { return learners; }
+  int replay_rank() const { return replay_ranks_.empty() ? learners : replay_ranks_[0]; }  // shard 0
+  // Replay shards: their ranks in shard order, the shard an actor sends to, a replay rank's shard
+  // index (-1: not a replay), the actors that send to shard k.
+  int replays() const { return int(replay_ranks_.size()); }
+  const std::vector<int>& replay_ranks() const { return replay_ranks_; }
+  int replay_of(int actor_rank) const { return replay_ranks_[size_t(shard_of_[size_t(actor_rank)])]; }
+  int shard_of(int actor_rank) const { return shard_of_[size_t(actor_rank)]; }
+  int shard_index(int rank) const;
+  std::vector<int> actors_of_shard(int shard) const;
   int actors() const { return int(actor_ranks_.size()); }
   int actor_rank(int index) const { return actor_ranks_[size_t(index)]; }
   const std::vector<int>& actor_ranks() const { return actor_ranks_; }
@@ -39,8 +51,12 @@ class Layout {
  private:
   friend Layout make_layout(const Config&, int, const std::vector<std::string>&);
   void index_actors();
+  // roles.replays = K: shards 1..K-1 on ranks that were actors; then each actor's shard.
+  void place_shards(int K, const std::vector<std::string>& hosts);
+  void assign_shards(const std::vector<std::string>& hosts);
   std::vector<Role> roles_;
   std::vector<int> actor_ranks_, actor_index_, inference_ranks_, server_;
+  std::vector<int> replay_ranks_, shard_of_;  // shard_of_: per rank, an actor's shard (-1 otherwise)
 };
 
 // Throws ConfigError when the world is too small for the configured roles. `hosts`: the host name

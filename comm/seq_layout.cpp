@@ -122,6 +122,7 @@ std::vector<wire::ArrayDesc> sample_reply_arrays(const SeqLayout& layout, int64_
   a.push_back({"generation", DType::I64, {B}});
   a.push_back({"weight", DType::F32, {B}});
   a.push_back({"insert_seq", DType::I64, {B}});
+  a.push_back({"prob", DType::F64, {B}});  // each item's probability of a draw within its shard
   return a;
 }
 

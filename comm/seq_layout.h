@@ -85,7 +85,8 @@ class SeqLayout {
 
 // A SampleReply: B sequences of the layout, m episode statistics (at most
 // kMaxEpisodeStatsPerReply), then per sequence: slot int64, generation int64, weight float32,
-// insert_seq int64 (the replay's insertion number).
+// insert_seq int64 (the replay's insertion number), prob float64 (its probability of a draw within
+// the shard that sampled it: what a learner needs for importance weights over several shards).
 std::vector<wire::ArrayDesc> sample_reply_arrays(const SeqLayout& layout, int64_t B, int64_t m);
 // The largest SampleReply frame for B sequences and `learners` learners (receive buffers are
 // posted with this size before the reply is sent).

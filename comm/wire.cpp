@@ -49,7 +49,8 @@ template <class Ar>
 void put_status(Ar& ar, const ReplayStatus& s) {
   ar << s.env_steps << s.actor_env_steps << s.rollouts << s.discarded_rollouts << s.episodes << s.inserted
      << s.restored << s.evicted << s.consumed << s.fill << s.capacity << s.restored_seq_end << s.sampled << s.batches
-     << s.priority_updates << s.stale_priority_updates << s.max_priority;
+     << s.priority_updates << s.stale_priority_updates << s.max_priority << s.shard << s.priority_mass
+     << s.importance_exponent;
   const uint32_t n = uint32_t(s.sampled_by_learner.size());
   ar << n;
   for (int64_t v : s.sampled_by_learner) ar << v;
@@ -67,7 +68,8 @@ template <class Ar>
 void get_status(Ar& ar, ReplayStatus& s) {
   ar >> s.env_steps >> s.actor_env_steps >> s.rollouts >> s.discarded_rollouts >> s.episodes >> s.inserted >>
       s.restored >> s.evicted >> s.consumed >> s.fill >> s.capacity >> s.restored_seq_end >> s.sampled >> s.batches >>
-      s.priority_updates >> s.stale_priority_updates >> s.max_priority;
+      s.priority_updates >> s.stale_priority_updates >> s.max_priority >> s.shard >> s.priority_mass >>
+      s.importance_exponent;
   uint32_t n = 0;
   ar >> n;
   if (n > kMaxLearnersInStatus) too_long("the status's learner count", n, kMaxLearnersInStatus);

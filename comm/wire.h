@@ -17,8 +17,9 @@
 namespace mpirl::wire {
 
 inline constexpr uint32_t kMagic = 0x4C52504Du;  // "MPRL"
-inline constexpr uint16_t kSchemaVersion = 5;  // 2: typed replay status, boot_* fields; 3: checkpoints; 4: inference;
-                                               // 5: every length bounded before it is allocated
+inline constexpr uint16_t kSchemaVersion = 6;  // 2: typed replay status, boot_* fields; 3: checkpoints; 4: inference;
+                                               // 5: every length bounded before it is allocated;
+                                               // 6: replay shards (mass in the status, request counts)
 inline constexpr size_t kAlign = 64;
 inline constexpr size_t kHeaderBytes = 8;
 // Room reserved at the front of a preallocated frame for the header and envelope, so a payload

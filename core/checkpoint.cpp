@@ -74,7 +74,10 @@ std::pair<int64_t, uint32_t> size_and_crc(const std::string& path) {
 }
 
 // Files that carry their own checksum (verified when loaded): COMPLETE records their size only.
-bool self_checked(const std::string& name) { return name == "replay.h5"; }
+// (replay.h5, and replay.shard<k>.h5 of replay shards.)
+bool self_checked(const std::string& name) {
+  return name == "replay.h5" || (name.rfind("replay.shard", 0) == 0 && name.size() > 3 && name.substr(name.size() - 3) == ".h5");
+}
 
 int remove_entry(const char* path, const struct stat*, int flag, struct FTW*) {
   return flag == FTW_DP ? ::rmdir(path) : ::unlink(path);
@@ -298,6 +301,13 @@ void check_resume_config(const std::string& checkpoint_toml, const std::string& 
   for (const auto& c : config_changes(checkpoint_toml, new_toml)) {
     if (c.key == "run.name" || c.key == "run.out_dir") continue;
     if (std::find(safe.begin(), safe.end(), c.key) != safe.end()) continue;
+    // Checkpoints from before shards existed had one replay.
+    if (c.key == "roles.replays" && c.before == "(absent)" && c.after == "1") continue;
+    if (c.key == "roles.replays")
+      throw ConfigError(fmt::format(
+          "cannot resume {}: roles.replays changed from {} to {}; the checkpoint holds one replay part per shard and "
+          "is not re-sharded: resume with roles.replays = {}",
+          where, c.before, c.after, c.before == "(absent)" ? "1" : c.before));
     throw ConfigError(fmt::format(
         "cannot resume {}: config key '{}' changed from {} to {}; a resumed run may change only {}", where, c.key,
         c.before, c.after, fmt::join(safe, ", ")));

@@ -21,6 +21,7 @@ struct Config {
   } run;
   struct Roles {
     int learners = 1;
+    int replays = 1;  // replay shards (one global sampling distribution over them)
     int inference_per_node = 1;  // inference ranks per host (actor.inference = "central")
     std::string inference_hosts = "each";  // "each" host with actors | the "learners"' hosts
   } roles;

@@ -43,6 +43,7 @@ const Schema& schema() {
     m["run.progress"] = string_field({"auto", "bar", "lines"}, [](Config& c, std::string v) { c.run.progress = v; });
     m["run.tensorboard"] = bool_field([](Config& c, bool v) { c.run.tensorboard = v; });
     m["roles.learners"] = int_field(1, 4096, [](Config& c, int64_t v) { c.roles.learners = int(v); });
+    m["roles.replays"] = int_field(1, 4096, [](Config& c, int64_t v) { c.roles.replays = int(v); });
     m["roles.inference_per_node"] = int_field(1, 1024, [](Config& c, int64_t v) { c.roles.inference_per_node = int(v); });
     m["roles.inference_hosts"] = string_field({"each", "learners"}, [](Config& c, std::string v) { c.roles.inference_hosts = v; });
     m["env.id"] = string_field({}, [](Config& c, std::string v) { c.env.id = v; });

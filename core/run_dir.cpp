@@ -153,7 +153,8 @@ std::string create_run_dir(const Config& cfg) {
   return dir;
 }
 
-ReplayPidFile::ReplayPidFile(const std::string& run_dir) : dir_(run_dir) {
+ReplayPidFile::ReplayPidFile(const std::string& run_dir, int shard) : dir_(shard == 0 ? run_dir : "") {
+  if (dir_.empty()) return;
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   write_file_atomic(dir_ + "/replay.host", fmt::format("{}\n", host));  // whose pid it is
@@ -161,6 +162,7 @@ ReplayPidFile::ReplayPidFile(const std::string& run_dir) : dir_(run_dir) {
 }
 
 ReplayPidFile::~ReplayPidFile() {
+  if (dir_.empty()) return;
   ::unlink((dir_ + "/replay.pid").c_str());
   ::unlink((dir_ + "/replay.host").c_str());
 }

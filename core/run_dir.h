@@ -37,7 +37,8 @@ std::string live_run_here(const std::string& dir);
 // too: a later kill never reaches an unrelated process, and create_run_dir tells a live run by them.
 class ReplayPidFile {
  public:
-  explicit ReplayPidFile(const std::string& run_dir);
+  // Replay shards: shard 0 writes them (shard > 0: nothing; a SIGUSR2 dump then dumps shard 0).
+  explicit ReplayPidFile(const std::string& run_dir, int shard = 0);
   ~ReplayPidFile();
   ReplayPidFile(const ReplayPidFile&) = delete;
   ReplayPidFile& operator=(const ReplayPidFile&) = delete;

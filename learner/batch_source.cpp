@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "comm/shard_sampling.h"
+#include "comm/shard_status.h"
 #include "core/error.h"
 
 namespace mpirl::learner {
@@ -22,11 +24,17 @@ struct BatchSource::Staging {
 
 BatchSource::BatchSource(const Config& cfg, const Comms& comms, const SeqLayout& layout, const envs::EnvSpec& spec,
                          torch::Device device)
-    : cfg_(cfg), comms_(comms), layout_(layout), spec_(spec), device_(device), replay_(comms.layout.replay_rank()),
-      B_(cfg.learner.batch_size), prioritized_(cfg.replay.selector == "prioritized"),
-      ring_(size_t(cfg.learner.prefetch)) {
+    : cfg_(cfg), comms_(comms), layout_(layout), spec_(spec), device_(device), B_(cfg.learner.batch_size),
+      prioritized_(cfg.replay.selector == "prioritized"),
+      rng_(cfg.run.seed * 1000003ull + uint64_t(comms.rank) * 7919ull + 11ull) {
   const size_t cap = sample_reply_capacity(layout_, B_, comms.layout.learners);
-  for (auto& r : ring_) r.buf.resize(cap);
+  for (int r : comms.layout.replay_ranks()) {
+    Shard s;
+    s.rank = r;
+    s.ring.resize(size_t(cfg.learner.prefetch));
+    for (auto& rb : s.ring) rb.buf.resize(cap);
+    shards_.push_back(std::move(s));
+  }
   for (int i = 0; i < 2; ++i) {
     auto s = std::make_unique<Staging>();
     if (device_.is_cuda()) s->copied = std::make_unique<c10::Event>(device_.type());
@@ -40,16 +48,44 @@ BatchSource::BatchSource(const Config& cfg, const Comms& comms, const SeqLayout&
 
 BatchSource::~BatchSource() = default;
 
-void BatchSource::post(Recv& r) {
-  MPIRL_MPI(MPI_Irecv(r.buf.data(), int(r.buf.size()), MPI_BYTE, replay_, kTagLearnerReply, comms_.world, &r.req));
+void BatchSource::post(const Shard& s, Recv& r) {
+  MPIRL_MPI(MPI_Irecv(r.buf.data(), int(r.buf.size()), MPI_BYTE, s.rank, kTagLearnerReply, comms_.world, &r.req));
 }
 
-void BatchSource::request() { send_small(wire::Kind::SampleRequest); }
+void BatchSource::request() {
+  const size_t K = shards_.size();
+  Split split;
+  if (K == 1) {
+    split.n = {B_};
+    split.masses = {1.0};
+    send_small(wire::Kind::SampleRequest, shards_[0].rank);
+  } else {
+    // The latest mass each shard reported; before every shard has been heard from (or while all
+    // are empty) an even split, which the shards fill as their items arrive.
+    bool known = true;
+    double total = 0;
+    for (const auto& s : shards_) {
+      known = known && s.heard;
+      total += s.heard ? s.last.priority_mass : 0.0;
+    }
+    split.masses.resize(K, 1.0);
+    if (known && total > 0)
+      for (size_t k = 0; k < K; ++k) split.masses[k] = shards_[k].last.priority_mass;
+    split.n = split_batch(B_, split.masses, rng_);
+    for (size_t k = 0; k < K; ++k) {
+      const int64_t n = split.n[k];
+      send_arrays(wire::Kind::SampleRequest, shards_[k].rank, {{"n", DType::I64, {1}}},
+                  [n](char* p, const std::vector<size_t>& o) { std::memcpy(p + o[0], &n, 8); });
+    }
+  }
+  splits_.push_back(std::move(split));
+}
 
 void BatchSource::start() {
   // Receives first: replies match them in posting order, one per request.
-  for (auto& r : ring_) post(r);
-  for (size_t i = 0; i < ring_.size(); ++i) request();
+  for (auto& s : shards_)
+    for (auto& r : s.ring) post(s, r);
+  for (int i = 0; i < cfg_.learner.prefetch; ++i) request();
 }
 
 void BatchSource::progress() {
@@ -59,45 +95,83 @@ void BatchSource::progress() {
   MPIRL_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comms_.world, &flag, MPI_STATUS_IGNORE));
 }
 
+ReplayStatus BatchSource::merged_status() const {
+  std::vector<ReplayStatus> all;
+  for (const auto& s : shards_) all.push_back(s.last);
+  return merge_shard_status(all);
+}
+
 Batch* BatchSource::next(int64_t version, const std::function<bool()>& keep_waiting) {
-  Recv& r = ring_[head_];
-  Backoff b;
-  MPI_Status st;
-  for (;;) {
-    int done = 0;
-    MPIRL_MPI(MPI_Test(&r.req, &done, &st));
-    if (done) break;
-    flush_priorities(false);
-    sends_.progress();
-    if (!keep_waiting()) return nullptr;
-    b.idle();
+  // Each shard's next SampleReply (control messages before it are handled on the way). A reply
+  // that arrived stays marked at its ring head (ready) if another shard's is still awaited when
+  // the caller gives up.
+  for (Shard& sh : shards_) {
+    Backoff b;
+    while (sh.ready < 0) {
+      Recv& r = sh.ring[sh.head];
+      MPI_Status st;
+      int done = 0;
+      MPIRL_MPI(MPI_Test(&r.req, &done, &st));
+      if (!done) {
+        flush_priorities(false);
+        sends_.progress();
+        if (!keep_waiting()) return nullptr;
+        b.idle();
+        continue;
+      }
+      int count = 0;
+      MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
+      auto msg = wire::decode(r.buf.data(), size_t(count), sh.rank,
+                              {wire::Kind::SampleReply, wire::Kind::CheckpointDone, wire::Kind::ReplayBusy});
+      if (take_control(sh, msg)) continue;
+      sh.ready = count;
+    }
   }
-  int count = 0;
-  MPIRL_MPI(MPI_Get_count(&st, MPI_BYTE, &count));
-  auto msg = wire::decode(r.buf.data(), size_t(count), replay_,
-                          {wire::Kind::SampleReply, wire::Kind::CheckpointDone, wire::Kind::ReplayBusy});
-  if (take_control(msg)) return next(version, keep_waiting);
-  stage(msg, version);  // copies everything out of r.buf
-  // The buffer is free again: post its receive and ask for the batch after the ones in flight.
-  post(r);
+  const Split split = std::move(splits_.front());
+  splits_.pop_front();
+  std::vector<wire::Message> msgs(shards_.size());
+  std::vector<Reply> parts;
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    Shard& sh = shards_[k];
+    msgs[k] = wire::decode(sh.ring[sh.head].buf.data(), size_t(sh.ready), sh.rank, {wire::Kind::SampleReply});
+  }
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    parts.push_back(check_reply(msgs[k], shards_[k].rank, split.n[k]));
+    shards_[k].last = *parts.back().status;
+    shards_[k].heard = true;
+  }
+  stage(parts, split, version);  // copies everything out of the receive buffers
+  // The buffers are free again: post their receives and ask for the batch after the ones in flight.
+  for (auto& sh : shards_) {
+    sh.ready = -1;
+    post(sh, sh.ring[sh.head]);
+    sh.head = (sh.head + 1) % sh.ring.size();
+  }
   request();
-  head_ = (head_ + 1) % ring_.size();
   return &batch_;
 }
 
-bool BatchSource::take_control(const wire::Message& msg) {
+bool BatchSource::take_control(Shard& sh, const wire::Message& msg) {
   const auto kind = msg.env.kind;
   if (kind != wire::Kind::CheckpointDone && kind != wire::Kind::ReplayBusy) return false;
   if (kind == wire::Kind::CheckpointDone && !msg.env.has_status)
-    throw Error(fmt::format("CheckpointDone from rank {} carries no status", replay_));
+    throw Error(fmt::format("CheckpointDone from rank {} carries no status", sh.rank));
   if (!msg.env.arrays.empty())
-    throw Error(fmt::format("{} from rank {} carries {} arrays, expected none", wire::kind_name(kind), replay_,
+    throw Error(fmt::format("{} from rank {} carries {} arrays, expected none", wire::kind_name(kind), sh.rank,
                             msg.env.arrays.size()));
   const ReplayStatus status = msg.env.status;
-  post(ring_[head_]);  // no request behind it: the ring keeps one receive per reply in flight
-  head_ = (head_ + 1) % ring_.size();
+  post(sh, sh.ring[sh.head]);  // no request behind it: the ring keeps one receive per reply in flight
+  sh.head = (sh.head + 1) % sh.ring.size();
   if (kind == wire::Kind::CheckpointDone) {
-    if (on_checkpoint_done) on_checkpoint_done(status);
+    if (sh.checkpoint_done)
+      throw Error(fmt::format("a second CheckpointDone from replay rank {} before the other shards answered", sh.rank));
+    sh.checkpoint_done = status;
+    std::vector<ReplayStatus> all;
+    for (const auto& s : shards_)
+      if (s.checkpoint_done) all.push_back(*s.checkpoint_done);
+    if (all.size() < shards_.size()) return true;
+    for (auto& s : shards_) s.checkpoint_done.reset();
+    if (on_checkpoint_done) on_checkpoint_done(merge_shard_status(all));
   } else if (on_replay_busy) {
     on_replay_busy();
   }
@@ -115,33 +189,86 @@ void expect(const wire::Message& msg, size_t i, const char* name, DType dt, cons
 }
 }  // namespace
 
-void BatchSource::stage(const wire::Message& msg, int64_t version) {
-  const int64_t B = layout_.check(msg, replay_);
-  if (B != B_) throw Error(fmt::format("SampleReply from rank {} holds {} sequences, expected learner.batch_size = {}",
-                                       replay_, B, B_));
-  if (!msg.env.has_status) throw Error(fmt::format("SampleReply from rank {} carries no replay status", replay_));
-  received_ += B;
+BatchSource::Reply BatchSource::check_reply(const wire::Message& msg, int rank, int64_t expected) const {
+  const int64_t B = layout_.check(msg, rank);
+  if (B != expected)
+    throw Error(fmt::format("SampleReply from rank {} holds {} sequences, {} were asked for (learner.batch_size = {})",
+                            rank, B, expected, B_));
+  if (!msg.env.has_status) throw Error(fmt::format("SampleReply from rank {} carries no replay status", rank));
   const size_t nf = layout_.fields().size();
-  if (msg.env.arrays.size() != nf + 6)
-    throw Error(fmt::format("SampleReply from rank {} has {} arrays, expected {}", replay_, msg.env.arrays.size(), nf + 6));
+  if (msg.env.arrays.size() != nf + 7)
+    throw Error(fmt::format("SampleReply from rank {} has {} arrays, expected {}", rank, msg.env.arrays.size(), nf + 7));
   const int64_t m = msg.desc(nf).shape.empty() ? -1 : msg.desc(nf).shape[0];
-  expect(msg, nf, "episode_return", DType::F32, {m}, replay_);
-  expect(msg, nf + 1, "episode_length", DType::I32, {m}, replay_);
-  expect(msg, nf + 2, "slot", DType::I64, {B}, replay_);
-  expect(msg, nf + 3, "generation", DType::I64, {B}, replay_);
-  expect(msg, nf + 4, "weight", DType::F32, {B}, replay_);
-  expect(msg, nf + 5, "insert_seq", DType::I64, {B}, replay_);
+  expect(msg, nf, "episode_return", DType::F32, {m}, rank);
+  expect(msg, nf + 1, "episode_length", DType::I32, {m}, rank);
+  expect(msg, nf + 2, "slot", DType::I64, {B}, rank);
+  expect(msg, nf + 3, "generation", DType::I64, {B}, rank);
+  expect(msg, nf + 4, "weight", DType::F32, {B}, rank);
+  expect(msg, nf + 5, "insert_seq", DType::I64, {B}, rank);
+  expect(msg, nf + 6, "prob", DType::F64, {B}, rank);
+  Reply r;
+  r.payload = msg.payload;
+  r.n = B;
+  r.m = m;
+  r.returns = msg.array<float>(nf);
+  r.lengths = msg.array<int32_t>(nf + 1);
+  r.slots = msg.array<int64_t>(nf + 2);
+  r.generations = msg.array<int64_t>(nf + 3);
+  r.weights = msg.array<float>(nf + 4);
+  r.insert_seqs = msg.array<int64_t>(nf + 5);
+  r.probs = msg.array<double>(nf + 6);
+  r.status = &msg.env.status;
+  return r;
+}
 
+void BatchSource::stage(const std::vector<Reply>& parts, const Split& split, int64_t version) {
+  const int64_t B = B_;
+  received_ += B;
   Batch& out = batch_;
-  out.status = msg.env.status;
-  out.episode_returns.assign(msg.array<float>(nf), msg.array<float>(nf) + m);
-  out.episode_lengths.assign(msg.array<int32_t>(nf + 1), msg.array<int32_t>(nf + 1) + m);
-  out.slots.assign(msg.array<int64_t>(nf + 2), msg.array<int64_t>(nf + 2) + B);
-  out.generations.assign(msg.array<int64_t>(nf + 3), msg.array<int64_t>(nf + 3) + B);
-  out.insert_seqs.assign(msg.array<int64_t>(nf + 5), msg.array<int64_t>(nf + 5) + B);
-  const char* payload = msg.payload;
+  out.status = merged_status();
+  out.episode_returns.clear();
+  out.episode_lengths.clear();
+  out.slots.clear();
+  out.generations.clear();
+  out.insert_seqs.clear();
+  out.shards.clear();
+  std::vector<uint8_t> restored;  // items collected by an earlier run (a restored item): lag unknown
+  std::vector<double> probs;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const Reply& p = parts[k];
+    out.episode_returns.insert(out.episode_returns.end(), p.returns, p.returns + p.m);
+    out.episode_lengths.insert(out.episode_lengths.end(), p.lengths, p.lengths + p.m);
+    out.slots.insert(out.slots.end(), p.slots, p.slots + p.n);
+    out.generations.insert(out.generations.end(), p.generations, p.generations + p.n);
+    out.insert_seqs.insert(out.insert_seqs.end(), p.insert_seqs, p.insert_seqs + p.n);
+    probs.insert(probs.end(), p.probs, p.probs + p.n);
+    out.shards.insert(out.shards.end(), size_t(p.n), int(k));
+    for (int64_t i = 0; i < p.n; ++i) restored.push_back(p.insert_seqs[i] < p.status->restored_seq_end);
+  }
+  // One shard: its payload as it came. Several: their sequences joined in shard order.
+  const char* payload = parts[0].payload;
+  std::vector<float> weights;
+  if (parts.size() == 1) {
+    weights.assign(parts[0].weights, parts[0].weights + B);
+  } else {
+    const size_t nf = layout_.fields().size();
+    merged_.resize(layout_.field_offset(nf, B));
+    int64_t j = 0;
+    for (const Reply& p : parts)
+      for (int64_t i = 0; i < p.n; ++i) layout_.copy_sequence(p.payload, p.n, i, merged_.data(), B, j++);
+    payload = merged_.data();
+    if (prioritized_) {
+      int64_t items = 0;
+      for (const Reply& p : parts) items += p.status->fill;
+      weights = global_weights(probs, out.shards, split.masses, std::max<int64_t>(items, 1),
+                                       parts[0].status->importance_exponent);
+    } else {
+      weights.assign(size_t(B), 1.f);
+    }
+  }
   const int64_t* ver = layout_.ptr<int64_t>(payload, Seq::Version, B);
   out.versions.assign(ver, ver + B);
+  out.restored = std::count(restored.begin(), restored.end(), uint8_t(1));
 
   // Policy lag per item; items above learner.max_policy_lag are masked out of the loss.
   std::vector<float> keep(size_t(B), 1.f);
@@ -149,7 +276,7 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
   out.too_old = out.lag_sum = out.lag_max = out.lag_known = out.lag_unknown = 0;
   for (int64_t i = 0; i < B; ++i) {
     const int64_t lag = version - ver[i];
-    if (out.insert_seqs[size_t(i)] < out.status.restored_seq_end || ver[i] < 0 || lag < 0) {
+    if (restored[size_t(i)] || ver[i] < 0 || lag < 0) {
       ++out.lag_unknown;  // collected by another run (a restored item): its version is not ours
     } else {
       out.lag_sum += lag;
@@ -217,8 +344,7 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
   t.behaviour_logp = dev(host_field(Seq::Logp, true));
   t.state0 = layout_.has(Seq::State0) ? dev(host_field(Seq::State0, false)) : torch::Tensor();
   // Importance weights (prioritized replay) and the lag mask (the losses average over kept items).
-  t.weights = prioritized_ ? up(torch::from_blob(const_cast<float*>(msg.array<float>(nf + 4)), {B}, f32))
-                           : torch::Tensor();
+  t.weights = prioritized_ ? up(torch::from_blob(weights.data(), {B}, f32)) : torch::Tensor();
   t.keep = out.too_old > 0 ? up(torch::from_blob(keep.data(), {B}, f32)) : torch::Tensor();
 
   out.truncations = 0;
@@ -238,7 +364,9 @@ void BatchSource::stage(const wire::Message& msg, int64_t version) {
       for (int64_t k = 0; k < K; ++k) {
         const int32_t tt = step[i * K + k];
         if (tt < 0) continue;
-        if (tt >= T) throw Error(fmt::format("SampleReply from rank {}: boot_step {} outside the {} steps", replay_, tt, T));
+        if (tt >= T)
+          throw Error(fmt::format("SampleReply from replay rank {}: boot_step {} outside the {} steps",
+                                  shards_[size_t(out.shards[size_t(i)])].rank, tt, T));
         rows.push_back(i * K + k);
         ts.push_back(tt);
         bs.push_back(i);

@@ -7,6 +7,16 @@
 // never on the host). It also sends priority updates (on CUDA: copied back without a blocking
 // sync, sent once their copy has landed) and, at the end, leaves the replay
 // (LearnerBye -> LearnerByeAck).
+//
+// Replay shards (roles.replays = K > 1, comm/ranks.h): every batch is one request to each shard,
+// for n_k sequences drawn from Multinomial(B, M_k / sum M) over the shards' sampling masses M_k
+// (comm/shard_sampling.h; each shard reports its mass with every reply, the split uses the
+// latest one heard, 1 each before any), so every sequence is drawn from one global distribution.
+// The K replies (a shard given 0 still answers, with its status) are joined into one batch in
+// shard order; prioritized importance weights are recomputed over the whole batch from each
+// item's probability within its shard and the masses the split used. Priority updates go to the
+// shard that owns the item; checkpoint requests and the goodbye go to every shard; statuses are
+// merged (comm/shard_status.h), a checkpoint is done once every shard has written its part.
 #include <c10/core/Event.h>
 #include <c10/core/Stream.h>
 
@@ -14,6 +24,7 @@
 #include <functional>
 #include <optional>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include <torch/torch.h>
@@ -32,6 +43,7 @@ struct Batch {
   TrainBatch train;  // on the device, time-major
   BootInputs boot;   // truncation bootstraps, on the device
   std::vector<int64_t> slots, generations, insert_seqs, versions;  // host, per sequence
+  std::vector<int> shards;  // per sequence: the replay shard that holds it (index in the layout)
   std::vector<float> episode_returns;   // episodes finished since the last reply (learner 0 only)
   std::vector<int32_t> episode_lengths;
   ReplayStatus status;
@@ -39,6 +51,7 @@ struct Batch {
   int64_t too_old = 0;      // sequences masked out: policy lag > learner.max_policy_lag
   int64_t lag_sum = 0, lag_max = 0, lag_known = 0;  // lag of the items whose version is known
   int64_t lag_unknown = 0;  // items from a previous run (version above ours: restored)
+  int64_t restored = 0;     // items restored from a dump or checkpoint (insert_seq below their shard's restored_seq_end)
   int64_t truncations = 0;  // steps truncated (and not terminated), counted from the flags
 };
 
@@ -81,36 +94,68 @@ class BatchSource {
  private:
   using Recv = MsgBuffer;  // kept for MPI if the learner dies with the receive posted
   struct Staging;
+  // One replay shard: its reply ring (one receive per request in flight), its latest status and
+  // its answer to the checkpoint request in progress.
+  struct Shard {
+    int rank = -1;
+    std::vector<Recv> ring;
+    size_t head = 0;
+    int ready = -1;  // bytes of the SampleReply that arrived at the ring's head and is not used yet
+    ReplayStatus last;
+    bool heard = false;
+    std::optional<ReplayStatus> checkpoint_done;
+  };
+  // A request in flight: sequences asked of each shard and the masses the split used.
+  struct Split {
+    std::vector<int64_t> n;
+    std::vector<double> masses;
+  };
+  // One shard's SampleReply, checked.
+  struct Reply {
+    const char* payload = nullptr;
+    int64_t n = 0, m = 0;
+    const float* returns = nullptr;
+    const int32_t* lengths = nullptr;
+    const int64_t *slots = nullptr, *generations = nullptr, *insert_seqs = nullptr;
+    const float* weights = nullptr;
+    const double* probs = nullptr;
+    const ReplayStatus* status = nullptr;
+  };
   struct PendingPriorities {
+    std::vector<int> shards;
     std::vector<int64_t> slots, generations;
     torch::Tensor host;  // pinned, filled by a non-blocking copy
     std::unique_ptr<c10::Event> copied;
   };
-  void post(Recv& r);
+  void post(const Shard& s, Recv& r);
   // Sends the pending priorities whose copy has landed, in order; all of them when `wait`.
   void flush_priorities(bool wait);
-  void send_priority_arrays(const std::vector<int64_t>& slots, const std::vector<int64_t>& generations,
-                            const float* priorities);
+  // Each item's priority to the shard that holds it.
+  void send_priority_arrays(const std::vector<int>& shards, const std::vector<int64_t>& slots,
+                            const std::vector<int64_t>& generations, const float* priorities);
   void request();
-  void stage(const wire::Message& msg, int64_t version);
-  void send_small(wire::Kind kind);
-  // A frame of `arrays` to the replay; `fill` writes their payload at the given offsets.
-  void send_arrays(wire::Kind kind, std::vector<wire::ArrayDesc> arrays,
+  Reply check_reply(const wire::Message& msg, int rank, int64_t expected) const;
+  void stage(const std::vector<Reply>& parts, const Split& split, int64_t version);
+  void send_small(wire::Kind kind, int dest);
+  // A frame of `arrays` to a replay rank; `fill` writes their payload at the given offsets.
+  void send_arrays(wire::Kind kind, int dest, std::vector<wire::ArrayDesc> arrays,
                    const std::function<void(char* payload, const std::vector<size_t>& offsets)>& fill);
-  // A CheckpointDone or ReplayBusy in ring_[head_]: handed on, the receive posted again, head_
-  // moved on. False for any other kind.
-  bool take_control(const wire::Message& msg);
+  // A CheckpointDone or ReplayBusy at the head of a shard's ring: handed on (a checkpoint once
+  // every shard has answered), the receive posted again, the head moved on. False for any other kind.
+  bool take_control(Shard& s, const wire::Message& msg);
+  ReplayStatus merged_status() const;
 
   const Config& cfg_;
   const Comms& comms_;
   const SeqLayout& layout_;
   envs::EnvSpec spec_;
   torch::Device device_;
-  const int replay_;
   const int64_t B_;
   const bool prioritized_;
-  std::vector<Recv> ring_;
-  size_t head_ = 0;
+  std::vector<Shard> shards_;
+  std::deque<Split> splits_;   // one per request in flight, oldest first
+  std::mt19937_64 rng_;        // the batch splits
+  std::vector<char> merged_;   // the joined payload of a batch from several shards
   std::vector<std::unique_ptr<Staging>> staging_;
   size_t stage_next_ = 0;
   std::optional<c10::Stream> copy_stream_;  // CUDA: host-to-device copies

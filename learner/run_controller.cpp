@@ -122,7 +122,7 @@ void RunController::on_trained(const Batch& b) {
   counts_.lag_unknown += b.lag_unknown;
   counts_.truncations += b.truncations;
   counts_.bootstraps += b.boot.count;
-  for (int64_t s : b.insert_seqs) counts_.restored_sampled += s < b.status.restored_seq_end;  // trained on
+  counts_.restored_sampled += b.restored;  // trained on
 }
 
 void RunController::on_update(const UpdateResult& r) {

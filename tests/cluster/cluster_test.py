@@ -121,6 +121,28 @@ def case_three_nodes(args):
         c.down()
 
 
+def case_shards_three_nodes(args):
+    # roles.replays = 2 over 3 nodes: shard 0 on n1 (rank 1), shard 1 on n2's first free rank; n2's
+    # actor sends to its own node's shard, n3 has none and its actors spread over both. Counts add
+    # up over the shards, both stored and served, and the dumps join into one virtual dataset.
+    import shards_test
+    c = Cluster(args, 3)
+    try:
+        p, d = finished(args, c, "n1:2,n2:2,n3:2", 6, ["roles.replays=2", "replay.selector=\"uniform\"",
+                                                      "replay.max_times_sampled=0", "replay.capacity=1024",
+                                                      "run.total_env_steps=200000"])
+        s = mpi_test.finished_run(p, d, 200000)
+        table = {r["rank"]: (r["role"], r["host"]) for r in s["ranks"]}
+        want = {0: ("learner", "n1"), 1: ("replay", "n1"), 2: ("replay", "n2"), 3: ("actor", "n2"),
+                4: ("actor", "n3"), 5: ("actor", "n3")}
+        check(table == want, f"rank table: {table}")
+        check("n1: learner 0, replay 1 | n2: replay 2, actor 3 | n3: actors 4-5" in p.stdout + p.stderr,
+              "learner 0 logs the placement with both shards")
+        shards_test.check_shard_dumps(d, 2, s["replay"]["fill"])
+    finally:
+        c.down()
+
+
 def case_central_three_nodes(args):
     c = Cluster(args, 3)
     try:

@@ -1,4 +1,4 @@
-// buffer/shard_sampling.h: K = 2 prioritized shards sample the same distribution as one buffer
+// comm/shard_sampling.h: K = 2 prioritized shards sample the same distribution as one buffer
 // with the same items (chi-square at p = 0.001 against the exact probabilities, and against the
 // one buffer's own counts), with the same importance weights; Reverb's round-robin split fails
 // the same test.
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "buffer/selectors.h"
-#include "buffer/shard_sampling.h"
+#include "comm/shard_sampling.h"
 #include "core/error.h"
 
 using namespace mpirl;
-using namespace mpirl::buffer;
+using namespace mpirl;
 
 namespace {
 

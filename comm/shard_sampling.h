@@ -17,7 +17,7 @@
 #include <random>
 #include <vector>
 
-namespace mpirl::buffer {
+namespace mpirl {
 
 // Items per shard for a batch of B: Multinomial(B, masses / sum); a shard of mass 0 gets none.
 // Throws mpirl::Error when every mass is 0 or one is negative or not finite.
@@ -30,4 +30,4 @@ std::vector<int64_t> split_batch(int64_t B, const std::vector<double>& masses, s
 std::vector<float> global_weights(const std::vector<double>& local_prob, const std::vector<int>& shard_of,
                                   const std::vector<double>& masses, int64_t total_items, double beta);
 
-}  // namespace mpirl::buffer
+}  // namespace mpirl

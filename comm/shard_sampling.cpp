@@ -1,4 +1,4 @@
-#include "buffer/shard_sampling.h"
+#include "comm/shard_sampling.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace mpirl::buffer {
+namespace mpirl {
 
 std::vector<int64_t> split_batch(int64_t B, const std::vector<double>& masses, std::mt19937_64& rng) {
   double total = 0;
@@ -58,4 +58,4 @@ std::vector<float> global_weights(const std::vector<double>& local_prob, const s
   return out;
 }
 
-}  // namespace mpirl::buffer
+}  // namespace mpirl
