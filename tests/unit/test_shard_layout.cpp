@@ -134,6 +134,7 @@ TEST(ShardStatus, SampleRequestCountsAreChecked) {
   auto request = [](std::vector<wire::ArrayDesc> arrays, int64_t n) {
     wire::Envelope env;
     env.kind = wire::Kind::SampleRequest;
+    env.sender = 0;
     env.arrays = std::move(arrays);
     std::vector<size_t> offsets;
     const size_t off = wire::natural_payload_offset(env);

@@ -13,7 +13,7 @@
 #include "core/error.h"
 
 using namespace mpirl;
-using namespace mpirl;
+using namespace mpirl::buffer;
 
 namespace {
 
