@@ -1,13 +1,16 @@
-// Load generator for one replay rank (issue 31, item 3): the replay's real loop (buffer/replay.h,
-// run_replay) between emulated learners and actors that speak the real wire format.
-//   mpirun -n L+1+A bench_replay_load [--learners L] [--obs-dim 7056] [--envs 8] [--T 32]
-//          [--batch 32] [--rate R] [--seconds 10] [--capacity 2048] [--selector prioritized]
-// Ranks 0..L-1 are learners: each keeps one sample request in flight and answers every batch with
-// a priority update for its items (what a real learner sends). Rank L is the replay. The rest are
-// actors: each sends rollouts of E x T steps (--rate R rollouts/s each, 0 = as fast as the
-// replay's acknowledgements allow, two in flight like actor.max_inflight). No rank busy-polls:
-// emulated ranks sleep 20 us between tests. First a raw-MPI phase: the actors send the same frames
-// to the replay rank, which only receives them (the bandwidth the transport gives this pattern).
+// Load generator for the replay (issue 31, item 3): the replay's real loop (buffer/replay.h,
+// run_replay) on K shards between emulated learners and actors that speak the real wire format.
+//   mpirun -n L+K+A bench_replay_load [--learners L] [--shards K] [--obs-dim 7056] [--envs 8]
+//          [--T 32] [--batch 32] [--rate R] [--seconds 10] [--capacity 2048] [--selector prioritized]
+// Ranks 0..L-1 are learners: each keeps one batch in flight, split over the shards as a real
+// learner splits it (Multinomial over the masses the shards report; learner/batch_source.h), and
+// answers every batch with priority updates for its items, each to its shard. The replay shards
+// are placed as roles.replays places them (comm/ranks.h, with the hosts' real names); --capacity
+// is per shard. The rest are actors: each sends rollouts of E x T steps to its shard (--rate R
+// rollouts/s each, 0 = as fast as the replay's acknowledgements allow, two in flight like
+// actor.max_inflight). No rank busy-polls: emulated ranks sleep 20 us between tests. First a
+// raw-MPI phase: the actors send the same frames to their shard's rank, which only receives them
+// (the bandwidth the transport gives this pattern).
 // Printed by rank 0: the replay's own counts over the measured window (items in, GB/s in, batches
 // and GB/s out), the learners' request-to-reply latency (p50, p99), and raw MPI in the same run.
 #include <CLI/CLI.hpp>
@@ -26,6 +29,8 @@
 #include "comm/rollout_codec.h"
 #include "comm/ranks.h"
 #include "comm/seq_layout.h"
+#include "comm/shard_sampling.h"
+#include "comm/shard_status.h"
 #include "comm/wire.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -212,62 +217,96 @@ struct LearnerResult {
   int64_t reply_bytes = 0;
 };
 
-LearnerResult learner(const SeqLayout& layout, int replay, int rank, int64_t B, double seconds, double warmup) {
+LearnerResult learner(const SeqLayout& layout, const std::vector<int>& shards, int rank, int64_t B, double seconds,
+                      double warmup) {
   LearnerResult res;
-  std::vector<char> in;
+  const size_t K = shards.size();
+  std::vector<std::vector<char>> in(K);
   const size_t nf = layout.fields().size();
-  wire::Envelope small;
-  small.sender = rank;
-  small.kind = wire::Kind::SampleRequest;
-  auto request = wire::build_frame(small, nullptr, 0);
+  std::vector<ReplayStatus> last(K);
+  std::vector<char> heard(K, 0);
+  std::mt19937_64 rng(uint64_t(rank) + 17);
+  auto send = [&](wire::Envelope env, int dest, const std::vector<char>& payload) {
+    env.sender = rank;
+    auto f = wire::build_frame(env, payload.data(), payload.size());
+    MPI_Send(f.data(), int(f.size()), MPI_BYTE, dest, kTagLearnerReq, MPI_COMM_WORLD);
+  };
   const double t0 = now();
   bool started = false;
   while (now() - t0 < seconds) {
     const double a = now();
-    MPI_Send(request.data(), int(request.size()), MPI_BYTE, replay, kTagLearnerReq, MPI_COMM_WORLD);
-    wire::Message msg;
-    do msg = recv(in, replay, kTagLearnerReply);
-    while (msg.env.kind == wire::Kind::ReplayBusy);
+    // The split a learner makes: the latest masses, an even split before every shard answered.
+    std::vector<double> masses(K, 1.0);
+    double total = 0;
+    for (size_t k = 0; k < K; ++k) total += heard[k] ? last[k].priority_mass : 0;
+    if (total > 0 && std::all_of(heard.begin(), heard.end(), [](char h) { return h != 0; }))
+      for (size_t k = 0; k < K; ++k) masses[k] = last[k].priority_mass;
+    const auto n = K == 1 ? std::vector<int64_t>{B} : split_batch(B, masses, rng);
+    for (size_t k = 0; k < K; ++k) {
+      wire::Envelope req;
+      req.kind = wire::Kind::SampleRequest;
+      std::vector<char> payload;
+      if (K > 1) {
+        req.arrays = {{"n", wire::DType::I64, {1}}};
+        payload.resize(wire::payload_bytes(req.arrays));
+        std::memcpy(payload.data(), &n[k], 8);
+      }
+      send(req, shards[k], payload);
+    }
+    std::vector<wire::Message> msgs(K);
+    for (size_t k = 0; k < K; ++k) {
+      do msgs[k] = recv(in[k], shards[k], kTagLearnerReply);
+      while (msgs[k].env.kind == wire::Kind::ReplayBusy);
+      if (msgs[k].env.kind != wire::Kind::SampleReply) throw Error("learner: unexpected reply");
+      last[k] = msgs[k].env.status;
+      heard[k] = 1;
+    }
     const double b = now();
-    if (msg.env.kind != wire::Kind::SampleReply) throw Error("learner: unexpected reply");
     if (b - t0 >= warmup) {
       if (!started) {
-        res.first = msg.env.status;
+        res.first = merge_shard_status(last);
         res.t_first = b;
         started = true;
       } else {
         res.latency.push_back(b - a);
-        res.reply_bytes += int64_t(in.size());
+        for (auto& i : in) res.reply_bytes += int64_t(i.size());
       }
-      res.last = msg.env.status;
+      res.last = merge_shard_status(last);
       res.t_last = b;
     }
-    wire::Envelope pu;
-    pu.kind = wire::Kind::PriorityUpdate;
-    pu.sender = rank;
-    pu.arrays = {{"slot", wire::DType::I64, {B}}, {"generation", wire::DType::I64, {B}},
-                 {"priority", wire::DType::F32, {B}}};
-    std::vector<size_t> off;
-    std::vector<char> payload(wire::payload_bytes(pu.arrays, &off));
-    std::memcpy(payload.data() + off[0], msg.array<int64_t>(nf + 2), size_t(B) * 8);
-    std::memcpy(payload.data() + off[1], msg.array<int64_t>(nf + 3), size_t(B) * 8);
-    for (int64_t i = 0; i < B; ++i) {
-      const float p = 0.1f + float((i * 7919) % 97);
-      std::memcpy(payload.data() + off[2] + size_t(i) * 4, &p, 4);
-    }
-    auto f = wire::build_frame(pu, payload.data(), payload.size());
-    MPI_Send(f.data(), int(f.size()), MPI_BYTE, replay, kTagLearnerReq, MPI_COMM_WORLD);
-  }
-  small.kind = wire::Kind::LearnerBye;
-  auto bye = wire::build_frame(small, nullptr, 0);
-  MPI_Send(bye.data(), int(bye.size()), MPI_BYTE, replay, kTagLearnerReq, MPI_COMM_WORLD);
-  for (;;) {
-    auto msg = recv(in, replay, kTagLearnerReply);
-    if (msg.env.kind == wire::Kind::LearnerByeAck) {
-      res.final_status = msg.env.status;
-      break;
+    for (size_t k = 0; k < K; ++k) {
+      const int64_t m = n[k];
+      if (m == 0) continue;
+      wire::Envelope pu;
+      pu.kind = wire::Kind::PriorityUpdate;
+      pu.arrays = {{"slot", wire::DType::I64, {m}}, {"generation", wire::DType::I64, {m}},
+                   {"priority", wire::DType::F32, {m}}};
+      std::vector<size_t> off;
+      std::vector<char> payload(wire::payload_bytes(pu.arrays, &off));
+      std::memcpy(payload.data() + off[0], msgs[k].array<int64_t>(nf + 2), size_t(m) * 8);
+      std::memcpy(payload.data() + off[1], msgs[k].array<int64_t>(nf + 3), size_t(m) * 8);
+      for (int64_t i = 0; i < m; ++i) {
+        const float p = 0.1f + float((i * 7919) % 97);
+        std::memcpy(payload.data() + off[2] + size_t(i) * 4, &p, 4);
+      }
+      send(pu, shards[k], payload);
     }
   }
+  std::vector<ReplayStatus> finals;
+  for (size_t k = 0; k < K; ++k) {
+    wire::Envelope bye;
+    bye.kind = wire::Kind::LearnerBye;
+    send(bye, shards[k], {});
+  }
+  for (size_t k = 0; k < K; ++k)
+    for (;;) {
+      auto msg = recv(in[k], shards[k], kTagLearnerReply);
+      if (msg.env.kind == wire::Kind::LearnerByeAck) {
+        finals.push_back(msg.env.status);
+        break;
+      }
+    }
+  res.final_status = merge_shard_status(finals);
   return res;
 }
 
@@ -284,13 +323,14 @@ int main(int argc, char** argv) {
   int rank = 0, world = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  CLI::App app("load generator for the replay rank");
-  int L = 1, obs_dim = 7056, E = 8, T = 32, B = 32, capacity = 2048, raw_messages = 100;
+  CLI::App app("load generator for the replay (K shards)");
+  int L = 1, K = 1, obs_dim = 7056, E = 8, T = 32, B = 32, capacity = 2048, raw_messages = 100;
   double rate = 0, seconds = 10, warmup = 2;
   std::string selector = "prioritized", env_id = "Synthetic";
   bool compress = false;
   int record = 4;
   app.add_option("--learners", L);
+  app.add_option("--shards", K, "replay shards (roles.replays); --capacity is per shard");
   app.add_option("--obs-dim", obs_dim);
   app.add_option("--envs", E);
   app.add_option("--T", T);
@@ -311,9 +351,9 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  const int A = world - L - 1;
-  if (A < 1 || L < 1) {
-    if (rank == 0) fmt::print(stderr, "needs --learners L >= 1 and at least one actor: mpirun -n L+1+A\n");
+  const int A = world - L - K;
+  if (A < 1 || L < 1 || K < 1) {
+    if (rank == 0) fmt::print(stderr, "needs --learners L >= 1, --shards K >= 1 and at least one actor: mpirun -n L+K+A\n");
     MPI_Finalize();
     return 2;
   }
@@ -324,13 +364,16 @@ int main(int argc, char** argv) {
                                   fmt::format("replay.selector=\"{}\"", selector), "replay.max_times_sampled=0",
                                   "replay.samples_per_insert=0", fmt::format("replay.min_size_to_sample={}", B),
                                   "replay.dump=\"never\"", "run.stall_timeout_s=0",
-                                  fmt::format("roles.learners={}", L)});
-    std::vector<std::string> hosts(static_cast<size_t>(world), "h");
+                                  fmt::format("roles.learners={}", L), fmt::format("roles.replays={}", K)});
+    const std::vector<std::string> hosts = gather_hosts();
     const Layout layout = make_layout(cfg, world, hosts);
     Comms comms = Comms::create(layout, hosts);
     const SeqLayout seq(envs::env_spec(cfg), T, 0);
-    const int replay = layout.replay_rank();
     const bool is_actor = layout.role_of(rank) == Role::Actor;
+    const bool is_replay = layout.role_of(rank) == Role::Replay;
+    // An actor's shard; a shard's own rank (for the raw phase).
+    const int replay = is_actor ? layout.replay_of(rank) : is_replay ? rank : layout.replay_rank();
+    const int my_actors = is_replay ? int(layout.actors_of_shard(layout.shard_index(rank)).size()) : 0;
     std::unique_ptr<ObsCodec> codec;
     if (compress) codec = std::make_unique<ObsCodec>();
     Frames frames = is_actor ? rollout_frames(cfg, seq, E, rank, record, codec.get()) : Frames{};
@@ -344,17 +387,17 @@ int main(int argc, char** argv) {
     double mean_frame = frames.mean_bytes(), mean_all = 0;
     MPI_Allreduce(&mean_frame, &mean_all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     mean_all /= A;
-    const double raw_s = raw_phase(frames, size_t(fbmax), raw_messages, replay, rank == replay, is_actor, A);
+    const double raw_s = raw_phase(frames, size_t(fbmax), raw_messages, replay, is_replay, is_actor, my_actors);
     const double raw_gbs = moved_all / raw_s / 1e9;
     RunStart start;
     start.run_dir = "/tmp";
     LearnerResult res;
-    if (rank == replay) {
+    if (is_replay) {
       buffer::run_replay(cfg, comms, start);
     } else if (is_actor) {
       actor(frames, replay, int64_t(E) * T, rate, seconds);
     } else {
-      res = learner(seq, replay, rank, B, seconds, warmup);
+      res = learner(seq, layout.replay_ranks(), rank, B, seconds, warmup);
     }
     // Latencies of every learner to rank 0.
     std::vector<double> lat = res.latency;
@@ -376,12 +419,12 @@ int main(int argc, char** argv) {
       const auto& b = res.last;
       const double items_in = double(b.inserted - a.inserted), sampled = double(b.sampled - a.sampled);
       const double seq_bytes = double(seq.bytes_per_sequence());
-      fmt::print("replay load: {} learner(s) x batch {}, {} actor(s) x {} envs x T={} ({}, {:.1f} KiB per item, {:.1f} KiB "
-                 "per rollout message{}), rate {}, selector {}, window {:.1f} s\n",
-                 L, B, A, E, T, env_id == "Synthetic" ? fmt::format("Synthetic obs {} floats", obs_dim) : env_id,
+      fmt::print("replay load: {} learner(s) x batch {}, {} replay shard(s) on {} host(s), {} actor(s) x {} envs x T={} ({}, "
+                 "{:.1f} KiB per item, {:.1f} KiB per rollout message{}), rate {}, selector {}, window {:.1f} s\n",
+                 L, B, K, comms.num_hosts(), A, E, T, env_id == "Synthetic" ? fmt::format("Synthetic obs {} floats", obs_dim) : env_id,
                  double(seq.bytes_per_sequence()) / 1024, mean_all / 1024, compress ? ", compressed" : "",
                  rate > 0 ? fmt::format("{} rollouts/s per actor", rate) : std::string("unlimited"), selector, dt);
-      fmt::print("raw MPI, actors -> replay rank        : {:.3f} GB/s\n", raw_gbs);
+      fmt::print("raw MPI, actors -> their shard's rank : {:.3f} GB/s\n", raw_gbs);
       const double wire_gbs = items_in / double(E) * mean_all / dt / 1e9;
       fmt::print("replay in  (its inserted count)        : {:.0f} items/s, {:.0f} env steps/s, {:.3f} GB/s stored, "
                  "{:.3f} GB/s on the wire ({:.1f}% of raw MPI)\n",
