@@ -144,6 +144,13 @@ Layout make_layout(const Config& cfg, int world_size, const std::vector<std::str
   }
   auto finish = [&] {
     l.assign_shards(hosts);
+    // A shard no actor sends to would never fill, and the learners' first batches ask every shard.
+    for (int k = 0; k < l.replays(); ++k)
+      if (l.actors_of_shard(k).empty())
+        throw ConfigError(fmt::format(
+            "roles.replays = {}: replay shard {} (rank {}) gets no actor: actors send to a shard of their own host, "
+            "and its host has no actor rank left for it. Start more ranks per host or fewer shards",
+            K, k, l.replay_ranks_[size_t(k)]));
     return l;
   };
   if (!central) return finish();

@@ -49,11 +49,17 @@ int main(int argc, char** argv) {
   e.has_status = true;
   e.status.sampled_by_learner = {4, 5};
   e.status.dump.path = "runs/x/replay.h5";
+  e.status.shard = 1;
+  e.status.priority_mass = 12.5;
+  e.status.importance_exponent = 0.4;
   put(out + "/envelope", "sample_reply", frame(e));
   e.has_status = false;
   e.kind = wire::Kind::PriorityUpdate;
   e.arrays = {{"slot", wire::DType::I64, {4}}, {"generation", wire::DType::I64, {4}}, {"priority", wire::DType::F32, {4}}};
   put(out + "/envelope", "priority_update", frame(e));
+  e.kind = wire::Kind::SampleRequest;  // a learner of replay shards: its share of the batch
+  e.arrays = {{"n", wire::DType::I64, {1}}};
+  put(out + "/envelope", "sample_request_shard", frame(e));
   e.kind = wire::Kind::CheckpointRequest;
   e.sender = 0;
   e.arrays = {{"dir", wire::DType::U8, {12}}, {"final", wire::DType::U8, {1}}};

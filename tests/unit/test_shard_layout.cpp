@@ -61,14 +61,29 @@ TEST(ShardLayout, HostsWithoutAShardSpreadOverAllShards) {
 }
 
 TEST(ShardLayout, MoreShardsThanHostsFillHostsInTurn) {
-  // 2 hosts of 4 ranks, K = 4: n1 has shard 0 (rank 1), n2 gets rank 4, then n1 rank 2, n2 rank 5.
-  const std::vector<std::string> h{"n1", "n1", "n1", "n1", "n2", "n2", "n2", "n2"};
-  Layout l = make_layout(shards(4), 8, h);
-  EXPECT_EQ(l.replay_ranks(), (std::vector<int>{1, 4, 2, 5}));
-  EXPECT_EQ(l.actor_ranks(), (std::vector<int>{3, 6, 7}));
+  // 2 hosts of 5 ranks, K = 4: n1 has shard 0 (rank 1), n2 gets rank 5, then n1 rank 2, n2 rank 6.
+  const std::vector<std::string> h{"n1", "n1", "n1", "n1", "n1", "n2", "n2", "n2", "n2", "n2"};
+  Layout l = make_layout(shards(4), 10, h);
+  EXPECT_EQ(l.replay_ranks(), (std::vector<int>{1, 5, 2, 6}));
+  EXPECT_EQ(l.actor_ranks(), (std::vector<int>{3, 4, 7, 8, 9}));
   EXPECT_EQ(l.replay_of(3), 1);  // n1's shards 0 and 2, in turn
-  EXPECT_EQ(l.replay_of(6), 4);  // n2's shards 1 and 3
-  EXPECT_EQ(l.replay_of(7), 5);
+  EXPECT_EQ(l.replay_of(4), 2);
+  EXPECT_EQ(l.replay_of(7), 5);  // n2's shards 1 and 3
+  EXPECT_EQ(l.replay_of(8), 6);
+  EXPECT_EQ(l.replay_of(9), 5);
+}
+
+TEST(ShardLayout, AShardWithoutActorsIsRefused) {
+  // 2 hosts of 4 ranks, K = 4: n1 holds shards 0 and 2 and one actor, so shard 2 would get none.
+  const std::vector<std::string> h{"n1", "n1", "n1", "n1", "n2", "n2", "n2", "n2"};
+  try {
+    make_layout(shards(4), 8, h);
+    FAIL();
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("replay shard 2 (rank 2) gets no actor"), std::string::npos) << m;
+  }
+  EXPECT_THROW(make_layout(shards(2), 4), ConfigError);  // 1 learner, 2 shards, 1 actor
 }
 
 TEST(ShardLayout, CentralInferenceTakesRanksAfterTheShards) {
