@@ -20,10 +20,11 @@ The model (one rank per core; L learners and K replay shards take ranks, the res
                                               ingest rate); the binding bound on an oversubscribed host
   learner  L x lambda / spi                   lambda: one learner's samples/s (steps), GPU or CPU
   replay   K x ingest / b                     b: bytes per env step of a stored item
-  network  K = 1: link / (b x f_off)          f_off: the share of actors off the replay's node;
-           K = N: link / (b x spi x f_off)    shards on the actors' nodes, learners pull the samples
-           + 2 x params x publishes/s on learner 0's link (a pipelined broadcast sends each byte
-           about twice from the root)
+  network  K = 1: link / (b x f_off) into the replay's node (f_off: the share of actors off it), and
+           out of it b x spi x (L-1)/L to the learners on other nodes;
+           K = N: shards on the actors' nodes, the L learners pull b x spi x f_off / L each;
+           plus 2 x params x publishes per step out of learner 0 (a pipelined broadcast sends each
+           byte about twice from the root)
 SPS = the smallest bound, and that bound names the first bottleneck. What the model leaves out,
 and where its error comes from, is in docs/SCALING.md section 6.
 """
@@ -31,6 +32,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -92,6 +94,24 @@ def calibrate(args):
         c[f"{name}_policy_us"] = max(0.0, 1e6 / both - 1e6 / env_sps)
     c["replay_ingest_Bps"] = 2.97e9  # docs/SCALING.md section 1: bench_replay_ingest, shared memory, this VM
     c["on_record"] = ON_RECORD
+    # What the components above leave out (the replay's message handling, MPI progress, the
+    # learner's batch staging, the actors' sends), per env step: one CPU-bound job (2 actors, an env
+    # that costs nothing) whose CPU per step exceeds o + l + r by this much.
+    work = os.path.join(ROOT, "build", "capacity-runs")
+    os.makedirs(work, exist_ok=True)
+    cmd = [args.mpirun, "--oversubscribe", "-n", "4", os.path.join(b, "mpirl"), "train",
+           "--set", f"run.out_dir={json.dumps(work)}", "--set", 'run.name="calibrate"', "--set",
+           f"run.max_wall_seconds={max(10.0, s)}", "--set", "run.total_env_steps=1000000000000", "--set",
+           "run.log_interval_s=1.0", "--set", 'run.checkpoint="never"', "--set", 'replay.dump="never"', *(
+               x for kv in syn + ["env.step_cost_us=0"] for x in ("--set", kv))]
+    subprocess.run(["rm", "-rf", os.path.join(work, "calibrate")])
+    p = subprocess.run(cmd, env=MPI_ENV, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise SystemExit(f"calibration job failed ({p.returncode}): {p.stderr[-2000:]}")
+    sps = steady_sps(os.path.join(work, "calibrate"))
+    c["calibration_job_sps"] = sps
+    known = c["synthetic_o_us"] + 1e6 / c["cpu_learner_mlp_sps"] + 1e6 * STEP_BYTES["synthetic"] / c["replay_ingest_Bps"]
+    c["framework_us"] = max(0.0, c["cores"] * 1e6 / sps - known)
     text = json.dumps(c, indent=1)
     print(text)
     if args.out:
@@ -106,7 +126,10 @@ PARAM_BYTES = {"synthetic": 4 * 20e3, "cartpole": 4 * 20e3, "minatar": 4 * 0.4e6
 
 
 def predict(p, c):
-    """p: a configuration (nodes, cores, learners, shards, env, d_us, sleep, gpu, spi, T, B, publish_interval)."""
+    """p: a configuration (nodes, cores, learners, shards, env, d_us, sleep, gpu, spi, T, B, publish_interval;
+    "costs": measured costs of that machine that replace these)."""
+    if p.get("costs"):
+        c = dict(c, **p["costs"])
     N, C, L, K = p["nodes"], p["cores"], p["learners"], p["shards"]
     A = p.get("actors", N * C - L - K)
     env = p["env"]
@@ -125,18 +148,25 @@ def predict(p, c):
     r_cpu = 1e6 * b / c["replay_ingest_Bps"]
     link = p.get("link_Bps", c["on_record"]["link_Bps"]["value"])
     cores = p.get("total_cores", N * C)  # namespace nodes on one machine share its cores
+    m_cpu = c.get("framework_us", 0.0)
     bounds = {
         "actors": A * 1e6 / (d_wall + o),
-        "cpu": cores * 1e6 / (d_cpu + o + l_cpu + r_cpu),
+        "cpu": cores * 1e6 / (d_cpu + o + l_cpu + r_cpu + m_cpu),
         "learner": L * lam / spi,
         "replay": K * c["replay_ingest_Bps"] / b,
     }
     if N > 1:
-        f_off = (N - 1) / N
-        per_step = b * f_off * (1 if K == 1 else spi)
+        f_off = (N - 1) / N  # actors off a given node
         T, B, pi = p.get("T", 32), p.get("B", 32), p.get("publish_interval", 1)
-        bcast_per_step = 2 * PARAM_BYTES[env] * spi / (T * B * pi)  # publishes per env step x bytes on the root link
-        bounds["network"] = link / (per_step + bcast_per_step)
+        # Bytes per env step out of learner 0's link: one publish per pi updates of L x B sequences.
+        bcast = 2 * PARAM_BYTES[env] * spi / (T * B * L * pi)
+        if K == 1:  # every off-node actor sends into the replay's node; off-node learners pull out of it
+            per_step_in = b * f_off
+            per_step_out = b * spi * (L - 1) / max(L, 1) + bcast
+        else:  # shards on the actors' nodes: ingest stays on the node; L learners pull their shares
+            per_step_in = b * spi * f_off / L
+            per_step_out = bcast
+        bounds["network"] = link / max(per_step_in, per_step_out)
     name = min(bounds, key=bounds.get)
     return bounds[name], name, bounds
 
@@ -164,14 +194,16 @@ def measure(args):
     points = []
     cores = os.cpu_count()
 
-    def job(label, launcher, n, d_us, actors, shards, nodes, extra=()):
-        T = max(1, min(32, int(args.seconds / (10 * 16 * d_us / 1e6))))
+    def job(label, launcher, n, d_us, actors, shards, nodes, extra=(), sleep=True):
+        T = max(1, min(32, int(args.seconds / (10 * 16 * d_us / 1e6)))) if d_us > 0 else 32
         name = f"p{len(points)}"
+        shutil.rmtree(os.path.join(work, name), ignore_errors=True)  # a previous measurement's run
         cmd = launcher + [mpirl, "train", "--set", f"run.out_dir={json.dumps(work)}", "--set", f'run.name="{name}"',
                           "--set", f"run.max_wall_seconds={args.seconds}", "--set", "run.total_env_steps=1000000000000",
                           "--set", "run.log_interval_s=1.0", "--set", 'run.checkpoint="never"', "--set",
                           'replay.dump="never"', "--set", 'env.id="Synthetic"', "--set", f"env.step_cost_us={d_us}",
-                          "--set", 'env.cost_mode="sleep"', "--set", "env.num_envs=16", "--set", f"actor.rollout_len={T}",
+                          "--set", f'env.cost_mode="{"sleep" if sleep else "busy"}"', "--set", "env.num_envs=16",
+                          "--set", f"actor.rollout_len={T}",
                           "--set", f"roles.replays={shards}", *extra]
         print("$", " ".join(cmd), flush=True)
         p = subprocess.run(cmd, env=MPI_ENV, capture_output=True, text=True, timeout=args.seconds * 4 + 120)
@@ -179,7 +211,7 @@ def measure(args):
             raise SystemExit(f"{label}: failed ({p.returncode})\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
         sps = steady_sps(os.path.join(work, name))
         pt = {"label": label, "nodes": nodes, "cores": cores, "total_cores": cores, "learners": 1, "shards": shards,
-              "actors": actors, "env": "synthetic", "d_us": d_us, "sleep": True, "gpu": False, "spi": 1.0, "T": T,
+              "actors": actors, "env": "synthetic", "d_us": d_us, "sleep": sleep, "gpu": False, "spi": 1.0, "T": T,
               "B": 32, "measured_sps": sps}
         print(f"{label}: {sps:.0f} SPS", flush=True)
         points.append(pt)
@@ -188,7 +220,9 @@ def measure(args):
     for d in (100, 1000, 10000):
         for a in (2, 6):
             job(f"1 host, {a} actors, d = {d / 1000:g} ms", local + [str(a + 2)], a + 2, d, a, 1, 1)
-    job("1 host, 4 actors, 2 shards, d = 1 ms", local + ["6"], 6, 1000, 4, 2, 1)
+    job("1 host, 4 actors, 2 shards, d = 1 ms", local + ["7"], 7, 1000, 4, 2, 1)  # 1 learner + 2 shards + 4 actors
+    # CPU-bound: an env that costs nothing (env.step_cost_us = 0 spins for 0 us).
+    job("1 host, 6 actors, d = 0 (CPU-bound)", local + ["8"], 8, 0, 6, 1, 1, sleep=False)
     if args.nodes:
         script = os.path.join(ROOT, "scripts", "cluster-local.sh")
         subprocess.run(["bash", script, "down"], capture_output=True)
@@ -202,6 +236,7 @@ def measure(args):
             job("3 namespace nodes, 4 actors, d = 1 ms", on("n1:2,n2:2,n3:2", 6), 6, 1000, 4, 1, 3)
             job("3 namespace nodes, 4 actors, d = 0.1 ms", on("n1:2,n2:2,n3:2", 6), 6, 100, 4, 1, 3)
             job("3 namespace nodes, 3 actors, 2 shards, d = 1 ms", on("n1:2,n2:2,n3:2", 6), 6, 1000, 3, 2, 3)
+            job("3 namespace nodes, 4 actors, d = 0 (CPU-bound)", on("n1:2,n2:2,n3:2", 6), 6, 0, 4, 1, 3, sleep=False)
         finally:
             subprocess.run(["bash", script, "down"], capture_output=True)
     with open(args.out, "w") as f:
@@ -231,23 +266,24 @@ def table(args):
     if args.costs:
         with open(args.costs) as f:
             c = json.load(f)
-    C, G = args.cores, args.gpus
-    print(f"Cluster: {C} cores and {G} GPU per node, learners on GPUs of the first node(s) (1 learner per 8 nodes, "
-          f"at most {G} per node), {ON_RECORD['link_Bps']['value'] / 1e9:.1f} GB/s links, on-policy (each step trained once)\n")
+    C = args.cores
+    print(f"Cluster: {C} cores per node, one GPU learner per 10 nodes (at least 1; their all-reduce assumed "
+          f"free: not measured), {ON_RECORD['link_Bps']['value'] / 1e9:.1f} GB/s links, on-policy (each step "
+          f"trained once), local inference on the actors' CPUs\n")
     for env, label in (("cartpole", "CartPole"), ("minatar", "MinAtar Breakout"), ("atari", "Atari Breakout"),
                        ("sim10ms", "10 ms simulator (sleeping)")):
         if env != "sim10ms" and f"{env}_env_us" not in c:
             continue
         print(f"{label}:\n")
-        print("| nodes | K | SPS | first bottleneck | next |")
-        print("|---:|---:|---:|---|---|")
+        print("| nodes | GPU learners | K | SPS | first bottleneck | next |")
+        print("|---:|---:|---:|---:|---|---|")
         for N in (1, 10, 100, 1000):
-            L = max(1, min(G, -(-N // 8)))
+            L = max(1, N // 10)
             for K in sorted({1, N}):
                 p = {"nodes": N, "cores": C, "learners": L, "shards": K, "env": env, "d_us": 10000, "gpu": True, "spi": 1.0}
                 sps, name, bounds = predict(p, c)
                 nxt = sorted(bounds, key=bounds.get)[1]
-                print(f"| {N} | {K} | {sps:,.0f} | {name} | {nxt} ({bounds[nxt]:,.0f}) |")
+                print(f"| {N} | {L} | {K} | {sps:,.0f} | {name} | {nxt} ({bounds[nxt]:,.0f}) |")
         print()
 
 
@@ -258,11 +294,13 @@ def main():
     a.add_argument("--build", default=os.path.join(ROOT, "build"))
     a.add_argument("--seconds", type=float, default=8)
     a.add_argument("--out")
+    a.add_argument("--mpirun", default="mpirun")
     m = sub.add_parser("measure")
     m.add_argument("--build", default=os.path.join(ROOT, "build"))
     m.add_argument("--mpirun", default="mpirun")
     m.add_argument("--seconds", type=float, default=15)
-    m.add_argument("--work", default="/tmp/mpirl-capacity")
+    m.add_argument("--work", default=os.path.join(ROOT, "build", "capacity-runs"),
+                   help="run directories (namespace nodes see this machine's files, not its /tmp)")
     m.add_argument("--out", default="capacity-points.jsonl")
     m.add_argument("--nodes", action="store_true", help="also 2-3 namespace nodes (scripts/cluster-local.sh; root)")
     v = sub.add_parser("validate")
@@ -271,7 +309,6 @@ def main():
     t = sub.add_parser("table")
     t.add_argument("--costs")
     t.add_argument("--cores", type=int, default=32)
-    t.add_argument("--gpus", type=int, default=1)
     args = ap.parse_args()
     {"calibrate": calibrate, "measure": measure, "validate": validate, "table": table}[args.cmd](args)
 
