@@ -44,6 +44,11 @@ DumpHeader header_of(hid_t f, const std::string& path) {
   if (h.schema_version != kDumpSchemaVersion)
     throw Error(fmt::format("replay dump '{}' has schema version {}; this mpirl reads version {}", path,
                             h.schema_version, kDumpSchemaVersion));
+  // The view learner 0 writes over replay shards' dumps (buffer/hdf5_vds.h) is no dump of its own.
+  if (has_attr(f, "shards") && !has_attr(f, "checksum_crc32"))
+    throw Error(fmt::format("'{}' is a view over the dumps of {} replay shards (HDF5 virtual datasets that h5py reads "
+                            "as one replay); inspect or restore the shard files, <name>.shard<k>.h5, one by one",
+                            path, read_i64(f, "shards", path)));
   h.complete = has_attr(f, "complete") && read_i64(f, "complete", path) == 1;
   if (!h.complete)
     throw Error(fmt::format("replay dump '{}' is incomplete (no completion mark): its writer stopped mid-dump", path));

@@ -93,7 +93,6 @@ void Layout::place_shards(int K, const std::vector<std::string>& hosts) {
 void Layout::assign_shards(const std::vector<std::string>& hosts) {
   auto host_of = [&](int r) { return hosts.empty() ? std::string() : hosts[size_t(r)]; };
   shard_of_.assign(size_t(world), -1);
-  std::vector<int> here_count(replay_ranks_.size(), 0);
   int spill = 0;
   std::vector<std::string> seen;
   std::vector<int> next_on_host;
@@ -113,6 +112,23 @@ void Layout::assign_shards(const std::vector<std::string>& hosts) {
       next_on_host.push_back(0);
     }
     shard_of_[size_t(r)] = local[size_t(next_on_host[h]++) % local.size()];
+  }
+  // A shard on a host without actors of its own (shard 0 beside learners on a node of their own,
+  // as slurm/train.sbatch places them) takes the last actor of the shard that has the most, while
+  // that one keeps at least one: its rollouts cross the network, every other actor's stay local.
+  for (;;) {
+    std::vector<int> count(replay_ranks_.size(), 0);
+    for (int r : actor_ranks_)
+      if (shard_of_[size_t(r)] >= 0) ++count[size_t(shard_of_[size_t(r)])];
+    const auto empty = std::find(count.begin(), count.end(), 0);
+    const auto most = std::max_element(count.begin(), count.end());
+    if (empty == count.end() || *most < 2) break;
+    const int from = int(most - count.begin());
+    for (auto r = actor_ranks_.rbegin(); r != actor_ranks_.rend(); ++r)
+      if (shard_of_[size_t(*r)] == from) {
+        shard_of_[size_t(*r)] = int(empty - count.begin());
+        break;
+      }
   }
 }
 
@@ -148,8 +164,8 @@ Layout make_layout(const Config& cfg, int world_size, const std::vector<std::str
     for (int k = 0; k < l.replays(); ++k)
       if (l.actors_of_shard(k).empty())
         throw ConfigError(fmt::format(
-            "roles.replays = {}: replay shard {} (rank {}) gets no actor: actors send to a shard of their own host, "
-            "and its host has no actor rank left for it. Start more ranks per host or fewer shards",
+            "roles.replays = {}: replay shard {} (rank {}) gets no actor: there are fewer actor ranks than shards "
+            "to share among them. Start more ranks or fewer shards",
             K, k, l.replay_ranks_[size_t(k)]));
     return l;
   };

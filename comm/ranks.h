@@ -3,7 +3,8 @@
 // roles.replays = K > 1, shards 1..K-1 take the first free rank of each host in turn (hosts in order
 // of their first rank after the learners; a host gets a second shard only once every host has one),
 // and each actor sends to a shard of its own host (round-robin) or, when its host has none, to any
-// (round-robin over all). With central
+// (round-robin over all); a shard left without actors (on a host of learners only) takes actors
+// from the shard that has the most. With central
 // inference (actor.inference = "central"), on every host (roles.inference_hosts = "each": a host
 // keeps at least one actor, else it has none; "learners": the hosts of learners only) the first
 // roles.inference_per_node of those remaining ranks serve inference instead, and each actor is

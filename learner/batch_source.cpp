@@ -234,10 +234,20 @@ void BatchSource::stage(const std::vector<Reply>& parts, const Split& split, int
   out.shards.clear();
   std::vector<uint8_t> restored;  // items collected by an earlier run (a restored item): lag unknown
   std::vector<double> probs;
+  for (auto& sh : shards_)  // held while a checkpoint was in progress, now done
+    if (!sh.checkpoint_done && !sh.held_returns.empty()) {
+      out.episode_returns.insert(out.episode_returns.end(), sh.held_returns.begin(), sh.held_returns.end());
+      out.episode_lengths.insert(out.episode_lengths.end(), sh.held_lengths.begin(), sh.held_lengths.end());
+      sh.held_returns.clear();
+      sh.held_lengths.clear();
+    }
   for (size_t k = 0; k < parts.size(); ++k) {
     const Reply& p = parts[k];
-    out.episode_returns.insert(out.episode_returns.end(), p.returns, p.returns + p.m);
-    out.episode_lengths.insert(out.episode_lengths.end(), p.lengths, p.lengths + p.m);
+    Shard& sh = shards_[k];
+    auto& rets = sh.checkpoint_done ? sh.held_returns : out.episode_returns;
+    auto& lens = sh.checkpoint_done ? sh.held_lengths : out.episode_lengths;
+    rets.insert(rets.end(), p.returns, p.returns + p.m);
+    lens.insert(lens.end(), p.lengths, p.lengths + p.m);
     out.slots.insert(out.slots.end(), p.slots, p.slots + p.n);
     out.generations.insert(out.generations.end(), p.generations, p.generations + p.n);
     out.insert_seqs.insert(out.insert_seqs.end(), p.insert_seqs, p.insert_seqs + p.n);
@@ -260,8 +270,10 @@ void BatchSource::stage(const std::vector<Reply>& parts, const Split& split, int
     if (prioritized_) {
       int64_t items = 0;
       for (const Reply& p : parts) items += p.status->fill;
-      weights = global_weights(probs, out.shards, split.masses, std::max<int64_t>(items, 1),
-                                       parts[0].status->importance_exponent);
+      // The importance exponent one buffer would use: annealed over the samples of every shard.
+      const double b0 = cfg_.replay.importance_exponent, n = double(cfg_.replay.importance_anneal_items);
+      const double beta = n > 0 ? b0 + (1.0 - b0) * std::min(1.0, double(out.status.sampled) / n) : b0;
+      weights = global_weights(probs, out.shards, split.masses, std::max<int64_t>(items, 1), beta);
     } else {
       weights.assign(size_t(B), 1.f);
     }

@@ -104,6 +104,11 @@ class BatchSource {
     ReplayStatus last;
     bool heard = false;
     std::optional<ReplayStatus> checkpoint_done;
+    // Episode statistics this shard sent after its CheckpointDone while another shard's is still
+    // awaited: its part holds them as pending, so learner 0 takes them only once the checkpoint is
+    // done (as with one replay, whose statistics after CheckpointDone follow learner 0's snapshot).
+    std::vector<float> held_returns;
+    std::vector<int32_t> held_lengths;
   };
   // A request in flight: sequences asked of each shard and the masses the split used.
   struct Split {

@@ -134,14 +134,25 @@ ReplayStatus BatchSource::leave(const DrainedReply& on_drained) {
             a[nf + 1].name == "episode_length" && a[nf + 1].dtype == DType::I32 && a[nf].shape == a[nf + 1].shape &&
             a[nf].shape.size() == 1) {
           const int64_t m = a[nf].shape[0];
-          on_drained(std::vector<float>(msg.array<float>(nf), msg.array<float>(nf) + m),
-                     std::vector<int32_t>(msg.array<int32_t>(nf + 1), msg.array<int32_t>(nf + 1) + m),
-                     merged_status());
+          if (sh.checkpoint_done) {  // after this shard's CheckpointDone, before the others': held (stage())
+            sh.held_returns.insert(sh.held_returns.end(), msg.array<float>(nf), msg.array<float>(nf) + m);
+            sh.held_lengths.insert(sh.held_lengths.end(), msg.array<int32_t>(nf + 1), msg.array<int32_t>(nf + 1) + m);
+          } else {
+            on_drained(std::vector<float>(msg.array<float>(nf), msg.array<float>(nf) + m),
+                       std::vector<int32_t>(msg.array<int32_t>(nf + 1), msg.array<int32_t>(nf + 1) + m),
+                       merged_status());
+          }
         }
         post(sh, r);
       }
       sh.head = (sh.head + 1) % sh.ring.size();
     }
+  }
+  // Statistics held for a checkpoint whose last CheckpointDone never came (the run ended first).
+  for (auto& sh : shards_) {
+    if (on_drained && !sh.held_returns.empty()) on_drained(sh.held_returns, sh.held_lengths, merged_status());
+    sh.held_returns.clear();
+    sh.held_lengths.clear();
   }
   for (auto& sh : shards_)
     for (auto& r : sh.ring) {

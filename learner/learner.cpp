@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -149,11 +150,14 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     // Twice the timeout: a silent actor is reported first by the replay, which knows which one.
     const double silent = now_seconds() - last_batch;
     if (cfg.run.stall_timeout_s > 0 && silent > 2 * cfg.run.stall_timeout_s)
-      throw Error(fmt::format("learner rank {}: no batch from the replay (rank {} @ {}) and no sign of its file work "
+    {
+      std::vector<std::string> replays;
+      for (int r : comms.layout.replay_ranks()) replays.push_back(fmt::format("rank {} @ {}", r, comms.host(r)));
+      throw Error(fmt::format("learner rank {}: no batch from the replay ({}) and no sign of its file work "
                               "progressing for {:.1f} s, more than twice run.stall_timeout_s = {} s: a stalled "
                               "replay, a hung file system under it, or no actor delivering",
-                              comms.rank, comms.layout.replay_rank(), comms.host(comms.layout.replay_rank()), silent,
-                              cfg.run.stall_timeout_s));
+                              comms.rank, fmt::join(replays, ", "), silent, cfg.run.stall_timeout_s));
+    }
     leave_if_launcher_ends_job();
     return !run.wall_limit_reached() && stop_signal() == StopSignal::None;
   };

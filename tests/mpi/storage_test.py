@@ -112,7 +112,10 @@ def fill(path, leave):
     st = os.statvfs(path)
     free = st.f_bavail * st.f_frsize
     try:
-        f = open(filler, "wb")
+        # Unbuffered: a write the full file system refuses fails here, in the loop, never later at
+        # close (the run writes beside the filler, so the free space moves while it is written;
+        # a buffered close once raised ENOSPC out of the helper in CI).
+        f = open(filler, "wb", buffering=0)
     except OSError as e:  # already full (the run's own files filled it): what the test wants
         print(f"the file system is already full ({e}); nothing to fill")
         return None
@@ -131,7 +134,7 @@ def keep_free(path, filler, leave, stop):
     """Holds the file system at about LEAVE bytes free (within 256 KiB) until STOP is set: a run
     writing a checkpoint while the filler was written, or removing a failed one, would otherwise
     leave more or less room than the case is about."""
-    with open(filler, "ab") as f:
+    with open(filler, "ab", buffering=0) as f:  # unbuffered: no failed flush at close
         while not stop.is_set():
             st = os.statvfs(path)
             free = st.f_bavail * st.f_frsize

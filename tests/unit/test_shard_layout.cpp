@@ -73,15 +73,27 @@ TEST(ShardLayout, MoreShardsThanHostsFillHostsInTurn) {
   EXPECT_EQ(l.replay_of(9), 5);
 }
 
-TEST(ShardLayout, AShardWithoutActorsIsRefused) {
-  // 2 hosts of 4 ranks, K = 4: n1 holds shards 0 and 2 and one actor, so shard 2 would get none.
+TEST(ShardLayout, AShardOnALearnerNodeTakesActorsFromTheFullestShard) {
+  // slurm/train.sbatch: the learner node holds the learner and rank L (shard 0) only; two actor
+  // nodes of 3 ranks, K = 3 (one shard per node). Shards 1 and 2 take ranks 2 and 5; shard 0 has no
+  // actor of its own host and takes the last actor of the fullest shard (a tie: the first, shard 1).
+  const std::vector<std::string> h{"L", "L", "a", "a", "a", "b", "b", "b"};
+  Layout l = make_layout(shards(3), 8, h);
+  EXPECT_EQ(l.replay_ranks(), (std::vector<int>{1, 2, 5}));
+  EXPECT_EQ(l.actors_of_shard(0), (std::vector<int>{4}));
+  EXPECT_EQ(l.actors_of_shard(1), (std::vector<int>{3}));
+  EXPECT_EQ(l.actors_of_shard(2), (std::vector<int>{6, 7}));
+}
+
+TEST(ShardLayout, FewerActorsThanShardsIsRefused) {
+  // 2 hosts of 4 ranks, K = 4: shards 1, 4, 2, 5 leave actors 3, 6 and 7 for 4 shards.
   const std::vector<std::string> h{"n1", "n1", "n1", "n1", "n2", "n2", "n2", "n2"};
   try {
     make_layout(shards(4), 8, h);
     FAIL();
   } catch (const ConfigError& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("replay shard 2 (rank 2) gets no actor"), std::string::npos) << m;
+    EXPECT_NE(m.find("gets no actor"), std::string::npos) << m;
   }
   EXPECT_THROW(make_layout(shards(2), 4), ConfigError);  // 1 learner, 2 shards, 1 actor
 }
