@@ -16,20 +16,12 @@
 #include "buffer/replay_buffer.h"
 #include "comm/seq_layout.h"
 #include "core/error.h"
+#include "tests/fuzz/fuzz_specs.h"
 
 using namespace mpirl;
 using namespace mpirl::buffer;
 
 namespace {
-
-envs::EnvSpec vds_spec() {  // CartPole-like with a time limit: boot_obs/boot_state/boot_step present
-  envs::EnvSpec s;
-  s.id = "CartPole-v1";
-  s.obs_shape = {4};
-  s.num_actions = 2;
-  s.max_episode_steps = 500;
-  return s;
-}
 
 // A buffer of n items whose every byte is non-zero (a source HDF5 cannot find reads as 0) and
 // depends on the shard, the item, the field and the byte's position.
@@ -104,7 +96,7 @@ class VdsTest : public ::testing::Test {
 }  // namespace
 
 TEST_F(VdsTest, VirtualDatasetsConcatenateTheShardsElementByElement) {
-  SeqLayout l(vds_spec(), 3, 2);  // with boot fields and a recurrent state
+  SeqLayout l(fuzz::cartpole(), 3, 2);  // with boot fields and a recurrent state
   ReplayOptions o;
   o.capacity = 8;
   o.selector = "uniform";
@@ -160,7 +152,7 @@ TEST_F(VdsTest, VirtualDatasetsConcatenateTheShardsElementByElement) {
 }
 
 TEST_F(VdsTest, MissingOrDisagreeingShardIsAnErrorNamingIt) {
-  SeqLayout l(vds_spec(), 3, 2);
+  SeqLayout l(fuzz::cartpole(), 3, 2);
   ReplayOptions o;
   o.capacity = 4;
   ReplayBuffer a(l, o);
@@ -181,13 +173,13 @@ TEST_F(VdsTest, MissingOrDisagreeingShardIsAnErrorNamingIt) {
   expect_error({s0, s0}, s0);  // twice
   // Another rollout length (the header disagrees), then uint8 observations of the same shape
   // (only the datasets' dtypes disagree).
-  SeqLayout longer(vds_spec(), 4, 2);
+  SeqLayout longer(fuzz::cartpole(), 4, 2);
   ReplayBuffer c(longer, o);
   fill(c, 2, 1);
   const std::string s2 = dir + "/s2.h5";
   dump_replay(c, s2, "CartPole-v1", "");
   expect_error({s0, s2}, s2);
-  envs::EnvSpec pixels = vds_spec();
+  envs::EnvSpec pixels = fuzz::cartpole();
   pixels.obs_uint8 = true;
   SeqLayout bytes(pixels, 3, 2);
   ReplayBuffer d(bytes, o);
@@ -198,7 +190,7 @@ TEST_F(VdsTest, MissingOrDisagreeingShardIsAnErrorNamingIt) {
 }
 
 TEST_F(VdsTest, EmptyShardsAddNoRows) {
-  SeqLayout l(vds_spec(), 3, 2);
+  SeqLayout l(fuzz::cartpole(), 3, 2);
   ReplayOptions o;
   o.capacity = 4;
   ReplayBuffer empty(l, o), a(l, o);
