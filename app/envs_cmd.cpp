@@ -22,7 +22,7 @@ int envs_main() {
                fmt::format("float32[{}]", fmt::join(s.obs_shape, ",")), act, s.max_episode_steps, s.description);
   }
   fmt::print(
-      "\nPython envs (an embedded interpreter in each actor rank; see README, \"Your own environment\"):\n"
+      "\nPython envs (an embedded interpreter in each actor rank; see docs/environments.md):\n"
       "  gym:<id>               gymnasium.make_vec(<id>, num_envs, vectorization_mode=\"sync\"), e.g. gym:CartPole-v1\n"
       "  py:<module>:<factory>  <module>.<factory>(num_envs=, seed=, **kwargs) returning a Gymnasium vector env\n"
       "                         with autoreset_mode SAME_STEP (or DISABLED); <module> is found on PYTHONPATH\n"

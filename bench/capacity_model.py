@@ -41,7 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Costs recorded elsewhere (not measurable on a machine without a GPU); each names its source.
 ON_RECORD = {
-    "gpu_learner_mlp_sps": {"value": 16.49e6, "source": "README: H100, bench_learner --T 32 --B 256, MLP, CUDA graph"},
+    "gpu_learner_mlp_sps": {"value": 16.49e6, "source": "docs/benchmarks.md: H100, bench_learner --T 32 --B 256, MLP, CUDA graph"},
     "gpu_learner_atari_sps": {
         "value": 1238016 / 7.0,
         "source": "bench/results/h100-2026-11-26-gpu_check.txt: Breakout, 1,238,016 steps trained while the "

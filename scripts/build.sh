@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds mpirl into build/ (Ninja, ccache, precompiled torch header).
+# Configures and builds mpirl into build/ (Ninja, ccache, precompiled torch header): every target
+# (tests, benchmarks), or only the targets named (scripts/train.sh: `build.sh mpirl`).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CCACHE_BASEDIR="$root" CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
@@ -8,4 +9,5 @@ build="${MPIRL_BUILD_DIR:-$root/build}"
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
-cmake --build "$build" -j "${MPIRL_JOBS:-$(nproc)}"
+targets=(); (($#)) && targets=(--target "$@")
+cmake --build "$build" -j "${MPIRL_JOBS:-$(nproc)}" "${targets[@]}"

@@ -36,7 +36,7 @@ import slurm_test  # noqa: E402
 
 check = mpi_test.check
 ENV = dict(mpi_test.ENV)
-# Silent-node bound (README): Open MPI's keepalive on the daemon connections, 10 s idle + 3 probes
+# Silent-node bound (docs/clusters.md): Open MPI's keepalive on the daemon connections, 10 s idle + 3 probes
 # x 5 s (scripts/cluster-local.sh, slurm/train.sbatch) = 25 s until mpirun reports the silent host;
 # 35 s allows for the probes' timers. Then mpirun's teardown (SIGTERM, SIGKILL 2 s later) ends the
 # job: TEARDOWN_BOUND_S after the report is a bound on a hang, not a speed.

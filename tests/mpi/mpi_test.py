@@ -978,7 +978,7 @@ def case_learn_impala_holds_under_lag(args):
 
 
 def case_learn_impala_eps_holds_long(args):
-    # learner.eps=0.01, the README's advice for long IMPALA runs at a high lag, 20M steps: the defaults
+    # learner.eps=0.01, docs/algorithms.md's advice for long IMPALA runs at a high lag, 20M steps: the defaults
     # ended at 9 in 4 of 12 seeds and fell below 100 in 9; with eps 0.01 none of 12 fell below 100 after
     # its first 475 (lowest 161-488; seed 1: 478, from metrics every 0.05 s; this test reads them every
     # 0.5 s). Checks the lowest 100-episode mean after the first 475, too.

@@ -151,19 +151,19 @@ def case_video(args):
 
 
 def case_own_env_walkthrough(args):
-    # The README's walk-through as written: its corridor.py (the same text, checked), run from the
-    # directory that holds it with the README's command; it must stop on its threshold and the
-    # greedy policy must walk straight to the end.
-    readme = open(os.path.join(os.path.dirname(PYDIR), "..", "README.md")).read()
-    block = re.search(r"```python\n(# corridor.py\n.*?)```", readme, re.S)
+    # The walk-through of docs/environments.md as written: its corridor.py (the same text,
+    # checked), run from the directory that holds it with the page's command; it must stop on its
+    # threshold and the greedy policy must walk straight to the end.
+    page = open(os.path.join(os.path.dirname(PYDIR), "..", "docs", "environments.md")).read()
+    block = re.search(r"```python\n(# corridor.py\n.*?)```", page, re.S)
     check(block is not None and block.group(1) == open(os.path.join(PYDIR, "corridor.py")).read(),
-          "tests/python/corridor.py is the README's text")
+          "tests/python/corridor.py is docs/environments.md's text")
     out_dir = os.path.join(os.path.abspath(args.workdir), f"t-{uuid.uuid4().hex[:8]}")
     cmd = [args.mpirun, "-n", "4", "--oversubscribe", os.path.abspath(args.mpirl), "train",
            "--set", "env.id=\"py:corridor:make\"", "--set", "run.stop_mean_return=0.9",
            "--set", "run.total_env_steps=2e6", "--set", f"run.out_dir={json.dumps(out_dir)}"]
     env = dict(mpi_test.ENV)
-    env.pop("PYTHONPATH", None)  # found from the working directory, as the README says
+    env.pop("PYTHONPATH", None)  # found from the working directory, as the page says
     p = subprocess.run(cmd, cwd=PYDIR, env=env, capture_output=True, text=True, timeout=600)
     sys.stdout.write(p.stdout[-1500:] + p.stderr[-1500:])
     runs = os.listdir(out_dir)

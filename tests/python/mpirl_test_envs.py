@@ -69,7 +69,7 @@ def scripted(num_envs, seed, autoreset_mode="SameStep", bad_env=-1, nan_at=None,
 
 
 def cartpole(num_envs, seed, **kwargs):
-    """The README's example: any Gymnasium vector env with a SAME_STEP autoreset."""
+    """docs/environments.md's example: any Gymnasium vector env with a SAME_STEP autoreset."""
     return gym.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode="sync",
                         vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}, **kwargs)
 
