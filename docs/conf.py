@@ -7,6 +7,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import config_reference  # noqa: E402
+from sphinx.util import logging  # noqa: E402
+
+logger = logging.getLogger(__name__)
 
 project = "mpirl"
 author = "the mpirl developers"
@@ -23,6 +26,7 @@ html_title = "mpirl"
 html_static_path = []
 html_show_sourcelink = False
 pygments_style = "friendly"
+smartquotes = False              # "" and '...' in the text are TOML and shell, not prose
 
 CONFIG_MARKER = "<!-- config-reference -->"
 
@@ -30,7 +34,12 @@ CONFIG_MARKER = "<!-- config-reference -->"
 def _config_reference(app, docname, source):
     """configuration.md's key reference comes from configs/default.toml at build time."""
     if CONFIG_MARKER in source[0]:
-        source[0] = source[0].replace(CONFIG_MARKER, config_reference.markdown())
+        try:
+            table = config_reference.markdown()
+        except ValueError as e:  # a key without a comment, or a line the generator cannot read
+            logger.warning("configuration reference: %s", e, location=docname)
+            table = "(the configuration reference could not be generated: see the build log)"
+        source[0] = source[0].replace(CONFIG_MARKER, table)
 
 
 def setup(app):
