@@ -1,5 +1,5 @@
 #pragma once
-// Replay dumps in HDF5 (schema version 1), read with h5py or h5dump:
+// Replay dumps in HDF5 (schema version 2, kDumpSchemaVersion), read with h5py or h5dump:
 //
 //   /                      attributes: schema_version, complete (written last), env_id,
 //                          rollout_len, state_size, obs_shape, obs_dtype, capacity, items, checksum_crc32,
