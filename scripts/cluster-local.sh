@@ -36,8 +36,11 @@ set -euo pipefail
 STATE=${MPIRL_CLUSTER_DIR:-/run/mpirl-cluster}
 NET=${MPIRL_CLUSTER_SUBNET:-198.18.77}
 BR=mpirl-br0
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$here/.." && pwd)"
+# Physical paths: the nodes see the checkout through a bind mount (when it is under /tmp), which
+# must name the real directory, not a link to it (a tree of links to the checkout, as
+# docs.getting_started makes, would otherwise share only the links).
+here="$(cd -P "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd -P "$here/.." && pwd)"
 # Open MPI's keepalive: first probe after TIME s idle, then every INTVL s, PROBES unanswered -> lost.
 KA_TIME=${MPIRL_KEEPALIVE_TIME:-10} KA_INTVL=${MPIRL_KEEPALIVE_INTVL:-5} KA_PROBES=${MPIRL_KEEPALIVE_PROBES:-3}
 # Seconds between the daemons' SIGCONT, SIGTERM and SIGKILL when a job is torn down (Open MPI's
