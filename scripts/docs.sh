@@ -10,6 +10,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=versions.env
 source "$root/scripts/versions.env"
+case "${1:-}" in
+  ""|serve|screenshot) ;;
+  *) echo "scripts/docs.sh: unknown command '$1' (none to build; serve [PORT]; screenshot PNG)" >&2; exit 2 ;;
+esac
 venv="${MPIRL_DOCS_VENV:-$root/build/docs-venv}"
 pins="sphinx==$SPHINX_VERSION myst-parser==$MYST_PARSER_VERSION furo==$FURO_VERSION"
 if [ ! -x "$venv/bin/sphinx-build" ] || [ "$(cat "$venv/pins" 2>/dev/null)" != "$pins" ]; then
@@ -24,7 +28,8 @@ site="$root/build/site"
 # -E: read every page again, so a warning in an unchanged page is never hidden by the cache.
 "$venv/bin/sphinx-build" -E -W --keep-going -n -q -b html -d "$root/build/site-doctrees" \
   "$root/docs" "$site"
-echo "[docs] site: $site/index.html ($(find "$site" -name '*.html' -not -path '*/_*' | wc -l) pages)"
+pages=$(find "$site" -maxdepth 1 -name '*.html' ! -name genindex.html ! -name search.html | wc -l)
+echo "[docs] site: $site/index.html ($pages pages)"
 case "${1:-}" in
   serve) exec "$venv/bin/python" -m http.server --directory "$site" "${2:-8000}" ;;
   screenshot)
@@ -33,6 +38,4 @@ case "${1:-}" in
     chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,900 \
       --screenshot="$png" "file://$site/index.html" 2>/dev/null
     echo "[docs] front page: $png" ;;
-  "") ;;
-  *) echo "scripts/docs.sh: unknown command '$1' (serve, screenshot)" >&2; exit 2 ;;
 esac

@@ -155,8 +155,9 @@ def case_getting_started(args):
     for s in glob.glob(os.path.join(work, "runs", "*", "summary.json")):
         summaries[os.path.basename(os.path.dirname(s))] = json.load(open(s))
     print("runs:", {k: v.get("stop_reason") for k, v in summaries.items()})
-    first = [v for k, v in summaries.items() if k.startswith("cartpole-")]
-    first_dir = os.path.join(work, "runs", next((k for k in summaries if k.startswith("cartpole-")), "none"))
+    first_names = [k for k in summaries if k.startswith("cartpole-")]
+    first = [summaries[k] for k in first_names]
+    first_dir = os.path.join(work, "runs", first_names[0] if first_names else "none")
     ends = ("stop_mean_return", "total_env_steps", "max_wall_seconds")  # cartpole.toml has all three
     check(len(first) == 1 and first[0]["stop_reason"] in ends,
           f"scripts/train.sh's run finished ({first[0]['stop_reason'] if first else 'no run'})")
