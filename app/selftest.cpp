@@ -20,7 +20,7 @@
 #include "core/error.h"
 #include "envs/registry.h"
 #include "inference/check.h"
-#include "learner/gradient_reducer.h"
+#include "learner/reducer_choice.h"
 #include "learner/nccl_reducer.h"
 #include "learner/self_check.h"
 #include "learner/trainer.h"

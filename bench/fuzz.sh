@@ -24,12 +24,15 @@ cxx=$(command -v clang++-14 || command -v clang++ || true)
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root/tests/hardening" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="${cxx/clang++/clang}" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 fi
-cmake --build "$build" --target "fuzz_$target" make_corpus >/dev/null
 case $target in envelope | config | tfrecord | checkpoint | dump | state | obs) ;; *) echo "fuzz: unknown target $target" >&2; exit 2 ;; esac
 corpus="$root/tests/fuzz/corpus/$target"
 regress="$root/tests/fuzz/regressions/$target"
 mkdir -p "$corpus" "$regress"
-[ -n "$(ls -A "$corpus")" ] || "$build/make_corpus" "$root/tests/fuzz/corpus"
+cmake --build "$build" --target "fuzz_$target" >/dev/null
+if [ -z "$(ls -A "$corpus")" ]; then  # the seed corpus writer, only when there is no corpus (the repo ships one)
+  cmake --build "$build" --target make_corpus >/dev/null
+  "$build/make_corpus" "$root/tests/fuzz/corpus"
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1

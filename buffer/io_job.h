@@ -3,7 +3,7 @@
 // checkpoint, or the restore at start. On a slow disk (a multi-GB buffer on NFS) these take
 // minutes; on the replay's own loop they would stop every message, and the learners, hearing
 // nothing for 2 x run.stall_timeout_s, would end the job. With the work here the loop goes on
-// (buffer/replay.cpp says what it may touch meanwhile) and tells the learners it is busy.
+// (buffer/replay_server.h says what it may touch meanwhile) and tells the learners it is busy.
 //
 // The job reports progress by calling tick() (once per block of items written or read): a job
 // with no tick for a while is stuck (a hung file system), which the loop reports. While the job

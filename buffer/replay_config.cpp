@@ -55,7 +55,7 @@ std::string unwritable_dir_reason(const std::string& dir) {
 }
 
 // Dumps must be writable where they go, known at start rather than at the end of a long run.
-// Runs before create_run_dir (app/train.cpp): for the default <run dir>/replay.h5 the run
+// Runs before create_run_dir (app/train_start.cpp): for the default <run dir>/replay.h5 the run
 // directory does not exist yet, so its parent (run.out_dir) is what must take it; the run
 // directory itself is left for create_run_dir to create.
 void check_dump_path(const Config& cfg) {

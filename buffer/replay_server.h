@@ -1,6 +1,7 @@
 #pragma once
 // The replay rank's server (buffer/replay.h says what it does). Internal to buffer/: replay.cpp
-// holds the loop and the message handling, replay_jobs.cpp the file work on the I/O thread.
+// holds the loop, replay_requests.cpp the learners' requests, replay_rollouts.cpp the actors'
+// rollouts, replay_jobs.cpp the file work on the I/O thread.
 //
 // Long file work (the restore at start, periodic and SIGUSR2 dumps, the replay's part of a
 // non-final checkpoint) runs on io_ (buffer/io_job.h) while the loop goes on:
@@ -52,8 +53,12 @@ class ReplayServer {
   void send_small(wire::Kind kind, int dest, int tag, bool with_status);
   void send_status(wire::Kind kind, int dest, int tag, const ReplayStatus& s);
   void send_envelope(wire::Envelope& env, int dest, int tag);  // no arrays; sets sender and seq
+  void finish_learners();
+  // --- replay_requests.cpp: the learners' requests and the sample replies
   bool handle_learners();
   void checkpoint_request(const wire::Message& msg, int src);
+  bool serve();
+  // --- replay_rollouts.cpp: the actors' rollouts
   bool handle_actors();
   struct Incoming {
     int src = -1, count = 0;
@@ -62,8 +67,6 @@ class ReplayServer {
     MPI_Request req = MPI_REQUEST_NULL;
   };
   void received(const Incoming& in);
-  bool serve();
-  void finish_learners();
 
   // --- replay_jobs.cpp: file work, on the I/O thread where it can run there
   ReplayCheckpoint checkpoint_state() const;  // what replay_state.json holds besides the items

@@ -16,6 +16,7 @@ struct Config {
     std::string checkpoint = "end", resume = "never", progress = "auto";
     double checkpoint_interval_s = -1;
     int64_t checkpoint_every_updates = 0;
+    int64_t curve_interval_steps = 10000;  // curve.jsonl: a point every this many env steps; 0 = off
     int keep_checkpoints = 2;
     bool tensorboard = true;  // learner 0 writes TensorBoard event files into the run directory
   } run;

@@ -33,6 +33,7 @@ const Schema& schema() {
     m["run.max_wall_seconds"] = float_field(0, inf, [](Config& c, double v) { c.run.max_wall_seconds = v; });
     m["run.stop_mean_return"] = float_field(-inf, inf, [](Config& c, double v) { c.run.stop_mean_return = v; }, true);
     m["run.log_interval_s"] = float_field(0.05, 3600, [](Config& c, double v) { c.run.log_interval_s = v; });
+    m["run.curve_interval_steps"] = int_field(0, 9.0e15, [](Config& c, int64_t v) { c.run.curve_interval_steps = v; });
     m["run.stall_timeout_s"] = float_field(0, 1e9, [](Config& c, double v) { c.run.stall_timeout_s = v; });
     m["run.checkpoint"] = string_field({"end", "never"}, [](Config& c, std::string v) { c.run.checkpoint = v; });
     m["run.checkpoint_interval_s"] = float_field(-1, 1e9, [](Config& c, double v) { c.run.checkpoint_interval_s = v; });

@@ -1,6 +1,6 @@
 #pragma once
 // The config schema: every key, its type, range or choices, and where it goes in Config. Private
-// to core/ (core/config.cpp parses and checks against it; configs/default.toml lists the keys).
+// to core/ (core/config_load.cpp parses and core/config_check.cpp checks against it; configs/default.toml lists the keys).
 #include <functional>
 #include <limits>
 #include <map>

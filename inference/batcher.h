@@ -1,8 +1,8 @@
 #pragma once
 // The inference rank's bookkeeping, without MPI: the requests waiting, when a batch is due, the
 // core state of every env it serves, and the batching statistics. One request is one env group of
-// one actor; it is never split across batches. The server (inference/server.cpp) feeds it what
-// arrives and sends back what a batch produced.
+// one actor; it is never split across batches. The server (inference/server_requests.cpp) feeds it
+// what arrives and sends back what a batch produced.
 //
 // A batch is due when
 //   - every served group has a request waiting ("full": nothing else can arrive),

@@ -31,7 +31,7 @@ BatchSource::BatchSource(const Config& cfg, const Comms& comms, const SeqLayout&
     shards_.push_back(std::move(s));
   }
   for (int i = 0; i < 2; ++i) {
-    auto s = std::make_unique<Staging>();
+    auto s = std::make_unique<BatchStaging>();
     if (device_.is_cuda()) s->copied = std::make_unique<c10::Event>(device_.type());
     staging_.push_back(std::move(s));
   }

@@ -34,10 +34,12 @@
 #include "comm/seq_layout.h"
 #include "comm/transport.h"
 #include "core/config.h"
-#include "learner/losses.h"
+#include "learner/train_batch.h"
 #include "learner/trainer.h"
 
 namespace mpirl::learner {
+
+struct BatchStaging;  // learner/batch_staging.h
 
 struct Batch {
   TrainBatch train;  // on the device, time-major
@@ -59,7 +61,7 @@ class BatchSource {
  public:
   BatchSource(const Config& cfg, const Comms& comms, const SeqLayout& layout, const envs::EnvSpec& spec,
               torch::Device device);
-  ~BatchSource();  // defined where Staging is complete
+  ~BatchSource();  // defined where BatchStaging is complete
   BatchSource(const BatchSource&) = delete;
   BatchSource& operator=(const BatchSource&) = delete;
 
@@ -93,7 +95,6 @@ class BatchSource {
 
  private:
   using Recv = MsgBuffer;  // kept for MPI if the learner dies with the receive posted
-  struct Staging;
   // One replay shard: its reply ring (one receive per request in flight), its latest status and
   // its answer to the checkpoint request in progress.
   struct Shard {
@@ -161,7 +162,7 @@ class BatchSource {
   std::deque<Split> splits_;   // one per request in flight, oldest first
   std::mt19937_64 rng_;        // the batch splits
   std::vector<char> merged_;   // the joined payload of a batch from several shards
-  std::vector<std::unique_ptr<Staging>> staging_;
+  std::vector<std::unique_ptr<BatchStaging>> staging_;
   size_t stage_next_ = 0;
   std::optional<c10::Stream> copy_stream_;  // CUDA: host-to-device copies
   std::unique_ptr<c10::Event> staged_;       // CUDA: the last batch's copies are done

@@ -147,7 +147,7 @@ void BatchSource::stage(const std::vector<Reply>& parts, const Split& split, int
   const c10::Stream compute = c10::impl::VirtualGuardImpl(device_.type()).getStream(device_);
   std::optional<c10::StreamGuard> on_copy_stream;
   if (cuda) on_copy_stream.emplace(*copy_stream_);
-  Staging& s = *staging_[stage_next_];
+  BatchStaging& s = *staging_[stage_next_];
   stage_next_ = (stage_next_ + 1) % staging_.size();
   if (s.copied && s.copied->was_marked_for_recording()) s.copied->synchronize();
   const auto& fields = layout_.fields();

@@ -1,7 +1,8 @@
 #pragma once
 // Gradient averaging across learners behind one small interface: NCCL between learners that each
 // own a GPU (learner/nccl_reducer.h), MPI_Allreduce over host memory otherwise (learners on CPU,
-// learners sharing a GPU, or a build without NCCL). The choice is collective and logged.
+// learners sharing a GPU, or a build without NCCL). The choice is collective and logged
+// (learner/reducer_choice.h).
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,16 +65,5 @@ struct ReducerRequest {
   int rank = 0;                // world rank, for messages
   std::string host;
 };
-
-struct ReducerChoice {
-  ReducerKind kind;
-  std::string why;  // logged by learner 0
-};
-// The choice from every learner's situation (any_cpu / any_shared: over all learners).
-ReducerChoice choose_reducer(int learners, bool any_cpu, bool any_shared, bool nccl_built);
-
-// Collective over `learners`: every learner gets the same kind of reducer.
-std::unique_ptr<GradientReducer> make_gradient_reducer(MPI_Comm learners, int size, const ReducerRequest& req,
-                                                       std::string* why = nullptr);
 
 }  // namespace mpirl::learner

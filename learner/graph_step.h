@@ -21,7 +21,7 @@
 #include <torch/torch.h>
 
 #include "learner/gradient_reducer.h"
-#include "learner/losses.h"
+#include "learner/algorithms/algorithm.h"
 
 namespace mpirl::learner {
 

@@ -18,10 +18,13 @@
 #include "envs/registry.h"
 #include "kernels/scan.h"
 #include "learner/batch_source.h"
+#include "learner/exit_code.h"
 #include "learner/learner_checkpoint.h"
+#include "learner/leaving.h"
 #include "learner/learner_collectives.h"
 #include "learner/nonfinite_guard.h"
 #include "learner/placement.h"
+#include "learner/reducer_choice.h"
 #include "learner/publisher.h"
 #include "learner/run_controller.h"
 #include "learner/self_check.h"
@@ -100,44 +103,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     publisher->poll(version);
     publisher->wait();
   }
-  // Open MPI's launcher is tearing the job down (a rank or node lost, or mpirun stopped) and
-  // SIGKILLs every rank a second after its SIGTERM: no peer can be waited for. Learner 0 saves
-  // what needs no peer (model.pt, a summary saying why) and every learner leaves at once.
-  auto leave_if_launcher_ends_job = [&] {
-    if (!launcher_ending_job()) return;
-    if (lead) {
-      // No CRC check of the checkpoint here (ckpt::latest would read it all): the one this run
-      // sealed, else the one it resumed from, is complete by construction.
-      const std::string last = !checkpoints.last_sealed().empty() ? checkpoints.last_sealed() : start.resume_from;
-      const bool interrupted = stop_signal() == StopSignal::Interrupt;
-      spdlog::error("{} (SIGTERM from orted/mpirun at update {}){}. No final checkpoint; {}",
-                    interrupted ? "interrupted (Ctrl-C): Open MPI's launcher is ending the job"
-                                : "Open MPI's launcher is ending the job",
-                    version,
-                    interrupted ? "" : ": a consequence of another rank's fatal error (printed first), of a lost "
-                                       "node, or of mpirun itself being stopped -- mpirun's message names which. "
-                                       "Not a preemption",
-                    last.empty() ? "there is no complete checkpoint to resume from" : "a resume continues from " + last);
-      spdlog::default_logger()->flush();
-      try {  // the summary first: it is small, and the SIGKILL may come before model.pt is written
-        nlohmann::json why = {{"stop_note", interrupted
-                                                ? "Ctrl-C on mpirun's terminal; Open MPI's launcher then ended the job "
-                                                  "(SIGTERM): no final checkpoint"
-                                                : "Open MPI's launcher ended the job (SIGTERM from orted/mpirun): a "
-                                                  "rank or node was lost, or mpirun was stopped; see mpirun's message"}};
-        if (!last.empty()) why["checkpoint"] = last;
-        const double t0 = now_seconds();
-        run.write_summary(stop_reason_of(stop_signal()), why, false);
-        run.save_model(policy, spec);
-        spdlog::info("summary.json and model.pt written in {:.2f} s", now_seconds() - t0);
-      } catch (const std::exception& e) {
-        spdlog::error("could not save the summary and model before leaving: {}", e.what());
-      }
-    }
-    spdlog::default_logger()->flush();
-    std::fflush(nullptr);
-    std::_Exit(stop_signal() == StopSignal::Interrupt ? kExitInterrupted : kExitAborted);
-  };
+  const LeavingContext leaving{lead, checkpoints, start, run, policy, spec, version};
+  auto leave_if_launcher_ends_job = [&] { learner::leave_if_launcher_ends_job(leaving); };
   Evaluator evaluator(cfg, lead ? start.run_dir : "");
   checkpoints.start_at(version);
   source.start();
@@ -164,24 +131,6 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   std::string reason, nonfinite_stop;
   NonFiniteGuard nonfinite(cfg, lead);
   std::string refreshed;  // the checkpoint model.pt and the running summary were last written after
-  // Learner 0's own fatal error (a stall, an I/O error, a bad message): before the job is aborted it
-  // saves what needs no peer, model.pt (if finite) and a summary naming the error and the last
-  // checkpoint; local writes only, so bounded in time.
-  auto save_on_error = [&](const std::exception& e) {
-    if (!lead) return;
-    spdlog::error("learner 0 failed at update {}: {}; saving model.pt and summary.json before the job ends", version,
-                  e.what());
-    const std::string last = !checkpoints.last_sealed().empty() ? checkpoints.last_sealed() : start.resume_from;
-    nlohmann::json why = {{"error", e.what()}, {"update", version}};
-    if (!last.empty()) why["checkpoint"] = last;
-    try {
-      run.write_summary("error", why, false);
-      run.save_model(policy, spec);
-    } catch (const std::exception& e2) {
-      spdlog::error("could not save after the error: {}", e2.what());
-    }
-    spdlog::default_logger()->flush();
-  };
   try {
     for (;;) {
       fault_point();
@@ -232,8 +181,8 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
         run.write_running_summary({{"checkpoint", refreshed}});
       }
     }
-  } catch (const std::exception& e) {
-    save_on_error(e);
+  } catch (const std::exception& e) {  // a stall, an I/O error, a bad message
+    save_on_error(leaving, e);
     throw;
   }
   leave_if_launcher_ends_job();  // "aborted" never takes the graceful shutdown below
@@ -295,23 +244,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
       spdlog::error("replay dump failed {} time(s); last error: {}", final_status.dump.failures,
                     final_status.dump.last_error);
   }
-  // Learner 0 gives a signalled job its exit code: 130 for an interrupt; for a preemption 75
-  // (requeue me) only when there is a complete checkpoint to resume from, since a requeued run
-  // without one would start over.
-  if (!lead) return 0;
-  if (reason == "interrupted") return kExitInterrupted;
-  if (reason == "nonfinite") return kExitNonFinite;
-  if (reason != "preempted") return final_status.dump.final_failed ? kExitDumpFailed : 0;
-  if (!checkpoints.enabled()) {
-    spdlog::warn("preempted with run.checkpoint = \"never\": nothing to resume; exit 0");
-    return 0;
-  }
-  if (ckpt::latest(start.run_dir, checkpoint_weights_problem).dir.empty()) {
-    spdlog::error("preempted, but {} holds no complete checkpoint; exit 1 (a requeued run would start over)",
-                  ckpt::checkpoints_dir(start.run_dir));
-    return 1;
-  }
-  return kExitPreempted;
+  return lead ? exit_code(reason, final_status, checkpoints, start) : 0;
 }
 
 }  // namespace mpirl::learner

@@ -7,6 +7,7 @@
 #include "comm/ranks.h"
 #include "core/config.h"
 #include "core/run_dir.h"
+#include "learner/checkpoint_weights.h"  // checkpoint_weights_problem, for ckpt::latest
 
 namespace mpirl::learner {
 
@@ -15,10 +16,5 @@ namespace mpirl::learner {
 // run.checkpoint = "never"; kExitInterrupted after SIGINT. When the Open MPI launcher ends the
 // job (SIGTERM from orted/mpirun), every learner leaves with kExitAborted without returning.
 int run_learner(const Config& cfg, const Comms& comms, const RunStart& start);
-
-// What makes a complete checkpoint unfit to resume or evaluate that its CRCs cannot show: a policy
-// in model.pt or learner.pt that holds NaN or inf (sealed by a diverged run of an older mpirl; this
-// one never seals non-finite parameters). "" when both are finite. For ckpt::latest's check.
-std::string checkpoint_weights_problem(const std::string& dir);
 
 }  // namespace mpirl::learner

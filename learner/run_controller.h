@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/run_dir.h"
 #include "learner/batch_source.h"
+#include "learner/curve_log.h"
 #include "learner/inference_monitor.h"
 #include "learner/learner_counts.h"
 #include "learner/replay_status_json.h"
@@ -116,6 +117,7 @@ class RunController {
   bool lead_;
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<tracking::TensorBoardWriter> tb_;  // learner 0 with run.tensorboard
+  CurveLog curve_;  // curve.jsonl (learner 0 with run.curve_interval_steps)
   ReplayStatus status_;
   LearnerCounts counts_, totals_;
   Window returns_{100}, lengths_{100};

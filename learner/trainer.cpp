@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "learner/algorithms/make_algorithm.h"
 #include "learner/schedule.h"
 #include "models/policy_file.h"
 
@@ -48,21 +49,13 @@ Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device dev
       device_(device),
       reducer_(reducer),
       policy_(make_policy(cfg, spec, device)),
+      model_(policy_.ptr()),
+      algo_(make_algorithm(cfg)),
+      lo_(loss_options(cfg)),
       mode_(resolve(mode, cfg, device)),
       obs_norm_(policy_, average, learners) {
-  params_ = policy_->parameters();
+  params_ = model_->parameters();
   optim_ = make_optimizer(cfg, params_);
-  lo_.gamma = cfg.learner.gamma;
-  lo_.value_coef = cfg.learner.value_coef;
-  lo_.entropy_coef = cfg.learner.entropy_coef;
-  lo_.appo_clip = cfg.learner.appo_clip;
-  lo_.vtrace.rho_bar = cfg.learner.rho_bar;
-  lo_.vtrace.c_bar = cfg.learner.c_bar;
-  lo_.vtrace.pg_rho_bar = cfg.learner.pg_rho_bar;
-  lo_.vtrace.lambda = cfg.learner.lambda;
-  lo_.reward_scale = cfg.learner.reward_scale;
-  lo_.reward_clip = cfg.learner.reward_clip;
-  lo_.normalize_advantages = cfg.learner.normalize_advantages;
   if (cfg.learner.entropy_schedule != "constant")
     lo_.entropy_coef_t = torch::full({}, cfg.learner.entropy_coef, torch::TensorOptions().device(device_));
   if (cfg.learner.value_norm == "popart") {
@@ -90,7 +83,7 @@ void Trainer::bootstrap(TrainBatch& batch, const BootInputs& boot) {
   batch.trunc_value = torch::zeros_like(batch.rewards);
   if (boot.count == 0) return;
   torch::NoGradGuard g;
-  auto v = policy_->value_after(boot.obs, boot.state);
+  auto v = model_->value_after(boot.obs, boot.state);
   batch.trunc_value.index_put_({boot.t, boot.b}, v.to(batch.trunc_value.scalar_type()));
 }
 
@@ -113,8 +106,8 @@ StepFns Trainer::step_fns() {
   StepFns f;
   f.grad = [this](const TrainBatch& b) {
     optim_->zero_grad(true);
-    auto out = policy_->unroll(b.obs, b.is_init, b.state0);
-    LossTerms l = cfg_.learner.algo == "impala" ? impala_loss(spec_, b, out, lo_) : appo_loss(spec_, b, out, lo_);
+    auto out = model_->unroll(b.obs, b.is_init, b.state0);
+    LossTerms l = algo_->loss(spec_, b, out, lo_);
     l.total = l.total * (1 + nan_);  // x 1, or from the test hook on x NaN: NaN loss and gradients
     l.total.backward();
     return l;
@@ -172,33 +165,25 @@ void Trainer::after_update(UpdateResult& r) {
 }
 
 UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
-  policy_->train();
+  model_->train();
   if (obs_norm_.enabled()) obs_norm_.update(batch.obs.slice(0, 0, batch.rewards.size(0)));
   bootstrap(batch, boot);
   UpdateResult r;
   const bool copies = mode_ != StepMode::Eager;
-  if (cfg_.learner.algo == "impala") {
-    StepOut o = step(batch);
-    r.last = copies ? own(o.loss) : o.loss;
-    r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
-    r.priorities = r.last.priorities;
-    r.steps = 1;
-    after_update(r);
-    return r;
-  }
   std::vector<torch::Tensor> prios;
-  const int64_t B = batch.rewards.size(1), mb = B / cfg_.learner.appo_minibatches;
+  const int64_t B = batch.rewards.size(1), mb = B / algo_->minibatches();
   StepOut o;
-  for (int ep = 0; ep < cfg_.learner.appo_epochs; ++ep) {
+  for (int ep = 0; ep < algo_->epochs(); ++ep) {
     for (int64_t s = 0; s < B; s += mb) {
-      o = step(batch.slice_batch(s, s + mb));  // a static step copies the slice into its buffers
+      // A static step copies the slice into its buffers; one minibatch is the batch itself.
+      o = step(mb == B ? batch : batch.slice_batch(s, s + mb));
       ++r.steps;
       if (ep == 0) prios.push_back(copies ? o.loss.priorities.clone() : o.loss.priorities);
     }
   }
   r.last = copies ? own(o.loss) : o.loss;
   r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
-  r.priorities = torch::cat(prios);
+  r.priorities = prios.size() == 1 ? prios[0] : torch::cat(prios);
   after_update(r);
   return r;
 }
@@ -271,8 +256,8 @@ bool Trainer::parameters_finite() const {
 }
 
 std::vector<torch::Tensor> Trainer::state_tensors() const {
-  std::vector<torch::Tensor> all = policy_->parameters();
-  for (const auto& t : policy_->buffers()) all.push_back(t);
+  std::vector<torch::Tensor> all = model_->parameters();
+  for (const auto& t : model_->buffers()) all.push_back(t);
   for (const auto& t : optim_->state()) all.push_back(t);
   if (popart_)
     for (const auto& t : popart_->state()) all.push_back(t);

@@ -1,5 +1,5 @@
 #pragma once
-// The trainer: policy, losses, optimizer, gradient clipping (no host sync) and gradient averaging
+// The trainer: policy, the algorithm's loss (learner/algorithms/), optimizer, gradient clipping (no host sync) and gradient averaging
 // through a GradientReducer. It knows nothing about MPI messages or the run: it takes batches on
 // its device and updates the parameters. On CUDA each optimizer step is, by default, one replay of
 // a captured CUDA graph (learner/graph_step.h); eager steps otherwise.
@@ -11,7 +11,7 @@
 #include "envs/env.h"
 #include "learner/gradient_reducer.h"
 #include "learner/graph_step.h"
-#include "learner/losses.h"
+#include "learner/algorithms/algorithm.h"
 #include "learner/normalizers.h"
 #include "learner/optimizer.h"
 #include "models/policy.h"
@@ -29,7 +29,7 @@ struct BootInputs {
 
 struct UpdateResult {
   LossTerms last;             // loss terms of the last optimizer step (tensors, not synced)
-  torch::Tensor priorities;   // [B] new replay priorities (first epoch for APPO)
+  torch::Tensor priorities;   // [B] new replay priorities (from the first pass over the batch)
   torch::Tensor grad_norm;    // total gradient norm before clipping, last step
   int64_t steps = 0;          // optimizer steps taken
   double lr = 0, entropy_coef = 0;       // the (scheduled) values this update used
@@ -59,7 +59,8 @@ class Trainer {
   // Values of the truncation bootstraps with the current parameters, scattered into
   // batch.trunc_value [T, B] (zeros elsewhere).
   void bootstrap(TrainBatch& batch, const BootInputs& boot);
-  // One update on `batch` (IMPALA: one step; APPO: appo_epochs x appo_minibatches steps). With
+  // One update on `batch`: the algorithm's epochs x minibatches optimizer steps (IMPALA: one;
+  // APPO: learner.appo_epochs x learner.appo_minibatches). With
   // model.obs_norm the observation statistics take in the batch first; with PopArt its statistics
   // take in the value targets of the last step after it.
   UpdateResult update(TrainBatch& batch, const BootInputs& boot);
@@ -102,7 +103,9 @@ class Trainer {
   envs::EnvSpec spec_;
   torch::Device device_;
   GradientReducer& reducer_;
-  models::Policy policy_{nullptr};
+  models::Policy policy_{nullptr};  // the built-in policy (its normalisers' buffers, actors' flat vector)
+  std::shared_ptr<models::PolicyModel> model_;  // the same policy, as the losses reach it (unroll, value_after)
+  std::unique_ptr<Algorithm> algo_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<DeviceOptimizer> optim_;
   LossOptions lo_;

@@ -9,6 +9,7 @@
 #include "envs/env.h"
 #include "models/core.h"
 #include "models/encoders.h"
+#include "models/policy_model.h"
 #include "models/state_size.h"
 
 namespace mpirl::models {
@@ -41,21 +42,18 @@ struct ActBuffers {
   torch::Tensor normed;          // [B, obs_size]: normalised observations (model.obs_norm, MLP only)
 };
 
-struct PolicyOutput {
-  torch::Tensor dist;   // [..., L]: logits, or (mean, log_std)
-  torch::Tensor value;  // [...] in return units: value_scale * head + value_shift
-};
-
-class PolicyImpl : public torch::nn::Module {
+// The built-in PolicyModel (models/policy_model.h). Its value is in return units:
+// value_scale * head + value_shift.
+class PolicyImpl : public PolicyModel {
  public:
   PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts);
   // Observations are float32, or uint8 pixels (scaled by 1/255 on the device before the encoder).
   // Feed-forward policies only: obs [..., obs...].
   PolicyOutput forward(const torch::Tensor& obs);
   // Sequence mode: obs [T, B, obs...], is_init [T, B], state0 [B, S] (ignored without a core).
-  PolicyOutput unroll(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0);
+  PolicyOutput unroll(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0) override;
   // Step mode: obs [B, obs...], is_init [B]; `state` [B, S] is advanced in place of the caller's.
-  PolicyOutput step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state);
+  PolicyOutput step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state) override;
   // The actor's step: the distribution head only (no value head), obs [B, obs...] with any row
   // stride; is_init in buf.init; `state` ([B, S], contiguous, CPU) advanced in place to what
   // step() gives. The MLP encoder, the core (CoreImpl::act) and the head run as addmm and loops
@@ -66,10 +64,10 @@ class PolicyImpl : public torch::nn::Module {
   ActBuffers act_buffers(int64_t B) const;
   const torch::Tensor& log_std() const { return log_std_; }
   // Value of obs [B, obs...] continuing from `state` without changing it (truncation bootstrap).
-  torch::Tensor value_after(const torch::Tensor& obs, const torch::Tensor& state);
+  torch::Tensor value_after(const torch::Tensor& obs, const torch::Tensor& state) override;
   bool recurrent() const { return core_ != nullptr; }
-  int64_t state_size() const { return core_ ? core_->state_size() : 0; }
-  torch::Tensor initial_state(int64_t B) const;
+  int64_t state_size() const override { return core_ ? core_->state_size() : 0; }
+  torch::Tensor initial_state(int64_t B) const override;
   const envs::EnvSpec& spec() const { return spec_; }
 
   // Normalisation buffers (registered, so they are saved with the parameters and travel in the
@@ -101,12 +99,6 @@ class PolicyImpl : public torch::nn::Module {
   double obs_clip_ = 10;
 };
 TORCH_MODULE(Policy);
-
-// Distribution helpers over `dist` from PolicyOutput (discrete: logits; box: mean ++ log_std).
-torch::Tensor log_prob(const envs::EnvSpec& spec, const torch::Tensor& dist, const torch::Tensor& actions);
-torch::Tensor entropy(const envs::EnvSpec& spec, const torch::Tensor& dist);
-// Samples actions ([...] int64, or [..., A] float32) with `gen`.
-torch::Tensor sample(const envs::EnvSpec& spec, const torch::Tensor& dist, at::Generator& gen);
 
 // A [rows, obs...] view (no copy) of observations laid out `row_stride` elements apart from
 // `first`, typed as the spec says (float32 or uint8): what Policy::step takes.

@@ -6,7 +6,8 @@
 
 #include <torch/torch.h>
 
-#include "learner/losses.h"
+#include "learner/algorithms/appo.h"
+#include "learner/algorithms/impala.h"
 #include "learner/trainer.h"
 
 namespace mpirl::testing {

@@ -23,7 +23,10 @@ export CCACHE_BASEDIR="$root"
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root/tests/hardening" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="${cxx/clang++/clang}" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 fi
-cmake --build "$build" -j "${MPIRL_JOBS:-$(nproc)}"
+fuzzers=(envelope config tfrecord checkpoint dump state obs)
+# Only what this script runs (make_corpus, the seed corpus writer, is bench/fuzz.sh's).
+cmake --build "$build" -j "${MPIRL_JOBS:-$(nproc)}" --target sanitized_tests asan_in_flight_buffers asan_replay_rank \
+  tsan_emulated_scan tsan_io_job "${fuzzers[@]/#/fuzz_}"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions="$root/tests/hardening/lsan.supp":print_suppressions=0
@@ -49,7 +52,7 @@ echo "== the emulated CUDA scan kernel under TSan"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_emulated_scan" --gtest_brief=1
 echo "== the replay's I/O thread under TSan (a dump while the owner samples)"
 TSAN_OPTIONS=halt_on_error=1 "$build/tsan_io_job" --gtest_brief=1
-for t in envelope config tfrecord checkpoint dump state obs; do
+for t in "${fuzzers[@]}"; do
   echo "== fuzz_$t: the seed corpus and the regression inputs, then $runs more inputs"
   FUZZ_BUILD_DIR="$build" FUZZ_SEED=1 "$root/bench/fuzz.sh" "$t" 600 "$runs"
 done

@@ -7,7 +7,8 @@
 #include "core/error.h"
 #include "envs/registry.h"
 #include "learner/device.h"
-#include "learner/losses.h"
+#include "learner/algorithms/appo.h"
+#include "learner/algorithms/impala.h"
 #include "learner/publish_schedule.h"
 #include "learner/trainer.h"
 

@@ -3,7 +3,7 @@
 // NCCL reducer itself runs in tests/gpu/test_nccl.cpp (ctest -L gpu, on a GPU machine).
 #include <gtest/gtest.h>
 
-#include "learner/gradient_reducer.h"
+#include "learner/reducer_choice.h"
 #include "learner/nccl_reducer.h"
 
 using namespace mpirl::learner;

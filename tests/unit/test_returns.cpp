@@ -6,7 +6,8 @@
 
 #include "envs/env.h"
 #include "kernels/returns.h"
-#include "learner/losses.h"
+#include "learner/algorithms/appo.h"
+#include "learner/algorithms/impala.h"
 
 using namespace mpirl;
 

@@ -1,16 +1,6 @@
-#include "learner/losses.h"
+#include "learner/algorithms/actor_critic.h"
 
 namespace mpirl::learner {
-
-TrainBatch TrainBatch::slice_batch(int64_t begin, int64_t end) const {
-  auto s = [&](const torch::Tensor& t) { return t.slice(1, begin, end); };
-  TrainBatch b{s(obs), s(actions), s(rewards), s(terminated), s(truncated), s(behaviour_logp), s(trunc_value), {}, {}, {}, {}};
-  if (weights.defined()) b.weights = weights.slice(0, begin, end);
-  if (keep.defined()) b.keep = keep.slice(0, begin, end);
-  if (is_init.defined()) b.is_init = s(is_init);
-  if (state0.defined()) b.state0 = state0.slice(0, begin, end);
-  return b;
-}
 
 Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                         const LossOptions& o) {
@@ -49,15 +39,14 @@ torch::Tensor normalize_over_kept(const torch::Tensor& x, const torch::Tensor& k
   return (x - mean) / (var.sqrt() + 1e-8);
 }
 
-namespace {
-// Mean over the kept steps, each sequence weighted by its importance weight when there is one.
-torch::Tensor wmean(const torch::Tensor& x, const TrainBatch& b) {
+namespace actor_critic {
+
+torch::Tensor weighted_mean(const torch::Tensor& x, const TrainBatch& b) {
   return kept_mean(b.weights.defined() ? x * b.weights.unsqueeze(0) : x, b.keep);
 }
 
-// The policy gradient's advantages, in return units (with PopArt too: dividing them by sigma as
-// PopArt-IMPALA does was tried and learned RepeatPreviousEasy no better, 0.66/0.86 at 2M steps),
-// or normalised per (mini)batch.
+// With PopArt too the advantages stay in return units: dividing them by sigma as PopArt-IMPALA
+// does was tried and learned RepeatPreviousEasy no better (0.66/0.86 at 2M steps).
 torch::Tensor advantages(const torch::Tensor& adv, const TrainBatch& b, const LossOptions& o) {
   return o.normalize_advantages ? normalize_over_kept(adv, b.keep) : adv;
 }
@@ -70,8 +59,8 @@ LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::P
   auto td = t.vt.vs - out.value.slice(0, 0, T);
   // With PopArt the head learns (vs - mu) / sigma: the same error divided by sigma.
   auto scaled = o.value_scale.defined() ? td / o.value_scale : td;
-  l.value = 0.5 * wmean(scaled.pow(2), b);
-  l.entropy = wmean(models::entropy(spec, out.dist.slice(0, 0, T)), b);
+  l.value = 0.5 * weighted_mean(scaled.pow(2), b);
+  l.entropy = weighted_mean(models::entropy(spec, out.dist.slice(0, 0, T)), b);
   l.priorities = td.detach().abs().mean(0);
   auto entropy_term = o.entropy_coef_t.defined() ? o.entropy_coef_t * l.entropy : o.entropy_coef * l.entropy;
   l.total = l.policy + o.value_coef * l.value - entropy_term;
@@ -81,27 +70,6 @@ LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::P
   l.mean_rho = t.log_rhos.exp().mean();
   return l;
 }
-}  // namespace
 
-LossTerms impala_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
-                      const LossOptions& o) {
-  Targets t = compute_targets(spec, b, out, o);
-  auto adv = advantages(t.vt.pg_advantages, b, o);
-  auto l = finish(spec, b, out, o, t, -wmean(t.logp * adv, b));
-  l.clip_fraction = torch::zeros({}, l.total.options());
-  return l;
-}
-
-LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
-                    const LossOptions& o) {
-  Targets t = compute_targets(spec, b, out, o);
-  auto ratio = torch::exp(t.logp - b.behaviour_logp);
-  auto adv = advantages(t.vt.advantages, b, o);
-  auto clipped = ratio.clamp(1.0 - o.appo_clip, 1.0 + o.appo_clip);
-  auto surrogate = torch::min(ratio * adv, clipped * adv);
-  auto l = finish(spec, b, out, o, t, -wmean(surrogate, b));
-  l.clip_fraction = ((ratio - 1.0).abs() > o.appo_clip).to(ratio.scalar_type()).mean().detach();
-  return l;
-}
-
+}  // namespace actor_critic
 }  // namespace mpirl::learner

@@ -1,0 +1,54 @@
+#pragma once
+// An algorithm behind one small interface: its targets and loss over a (mini)batch, and how one
+// update splits a batch into optimizer steps. The Trainer (learner/trainer.h) owns what every
+// algorithm shares: the policy's unroll, backward, the gradient all-reduce, clipping, the finite
+// guard, the optimizer and the CUDA graph. An algorithm is a file (or a folder) of its own in
+// learner/algorithms/, entered in make_algorithm's table (make_algorithm.cpp); the actor-critic ones
+// share their V-trace targets (actor_critic.h).
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "core/config.h"
+#include "envs/env.h"
+#include "kernels/returns.h"
+#include "learner/train_batch.h"
+#include "models/policy_model.h"
+
+namespace mpirl::learner {
+
+struct LossOptions {
+  double gamma = 0.99, value_coef = 0.5, entropy_coef = 0.01, appo_clip = 0.2;
+  kernels::VTraceOptions vtrace;
+  double reward_scale = 1, reward_clip = 0;  // rewards * scale, clipped to +-clip (0 = no clip)
+  bool normalize_advantages = false;         // zero mean, unit std over the kept steps of the (mini)batch
+  torch::Tensor entropy_coef_t;  // scalar on the device (a scheduled coefficient); undefined = entropy_coef
+  torch::Tensor value_scale;     // [1] PopArt's sigma: the value loss in normalised units; undefined = 1
+};
+// The options of the config's [learner] section (the device tensors above stay undefined).
+LossOptions loss_options(const Config& cfg);
+
+struct LossTerms {
+  torch::Tensor total, policy, value, entropy;  // scalars (entropy: mean entropy, not its loss)
+  torch::Tensor clip_fraction;                  // APPO only: share of clipped ratios
+  torch::Tensor mean_rho;                       // mean exp(log rho)
+  torch::Tensor priorities;                     // [B] new replay priorities: mean |vs - V| per sequence
+  torch::Tensor target_mean, target_sq_mean;    // mean and mean square of the value targets vs (kept steps)
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual std::string name() const = 0;
+  // Optimizer steps per update: `epochs()` passes over `minibatches()` equal column slices of the
+  // batch (the config checks that they divide it). The replay's new priorities come from the first pass.
+  virtual int epochs() const { return 1; }
+  virtual int minibatches() const { return 1; }
+  // The loss of one (mini)batch from the policy's outputs over it (differentiable through `out`).
+  // Runs inside the (possibly captured) optimizer step: device work only, no host sync.
+  virtual LossTerms loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
+                         const LossOptions& o) const = 0;
+};
+
+}  // namespace mpirl::learner

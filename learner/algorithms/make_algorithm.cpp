@@ -1,0 +1,23 @@
+#include "learner/algorithms/make_algorithm.h"
+
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+#include "learner/algorithms/appo.h"
+#include "learner/algorithms/impala.h"
+
+namespace mpirl::learner {
+
+std::unique_ptr<Algorithm> make_algorithm(const Config& cfg) {
+  using Make = std::function<std::unique_ptr<Algorithm>(const Config&)>;
+  static const std::map<std::string, Make> table = {
+      {"impala", [](const Config&) { return std::make_unique<Impala>(); }},
+      {"appo", [](const Config& c) { return std::make_unique<Appo>(c.learner.appo_epochs, c.learner.appo_minibatches); }},
+  };
+  auto it = table.find(cfg.learner.algo);
+  if (it == table.end()) throw ConfigError(fmt::format("'learner.algo': no algorithm '{}' (impala, appo)", cfg.learner.algo));
+  return it->second(cfg);
+}
+
+}  // namespace mpirl::learner

@@ -1,0 +1,24 @@
+#pragma once
+// One learner batch, time-major, on the learner's device: what the batch source makes, the
+// (static or captured) optimizer step copies in, and every algorithm (learner/algorithms/) reads.
+#include <torch/torch.h>
+
+namespace mpirl::learner {
+
+struct TrainBatch {
+  torch::Tensor obs;          // [T+1, B, obs...] float32, or uint8 pixels (the policy converts)
+  torch::Tensor actions;      // [T, B] int64 or [T, B, A] float
+  torch::Tensor rewards;      // [T, B] float
+  torch::Tensor terminated;   // [T, B] float 0/1
+  torch::Tensor truncated;    // [T, B] float 0/1
+  torch::Tensor behaviour_logp;  // [T, B]
+  torch::Tensor trunc_value;  // [T, B]
+  torch::Tensor is_init;      // [T+1, B] float 0/1: the observation starts an episode (core reset)
+  torch::Tensor state0;       // [B, S] recurrent state before step 0 (undefined without a core)
+  torch::Tensor weights;      // [B] importance weights of a prioritized replay (undefined = 1)
+  torch::Tensor keep;         // [B] 1 = trained on, 0 = masked out (too old); undefined = all kept.
+                              // Losses are means over the kept sequences of each (mini)batch.
+  TrainBatch slice_batch(int64_t begin, int64_t end) const;  // columns [begin, end)
+};
+
+}  // namespace mpirl::learner
