@@ -16,7 +16,7 @@ namespace mpirl::learner {
 class CurveLog {
  public:
   // every <= 0: off (no file).
-  CurveLog(std::string path, int64_t every) : path_(std::move(path)), every_(every) {}
+  CurveLog(std::string path, int64_t every) : path_(std::move(path)), every_(every), next_(every) {}
   bool enabled() const { return every_ > 0; }
   // An episode that ended (its return), before the env-step count that includes it is recorded.
   void episode(double ret) {
@@ -33,7 +33,7 @@ class CurveLog {
  private:
   std::string path_;
   int64_t every_;
-  int64_t next_ = 0, last_ = -1;  // the next point's env steps; the last row's
+  int64_t next_, last_ = -1;  // the next point's env steps; the last row's
   double sum_ = 0;                // returns of the episodes since the last row
   int64_t n_ = 0;
   std::unique_ptr<MetricsLog> out_;
