@@ -1,16 +1,21 @@
 #include "learner/curve_log.h"
 
 #include <cmath>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace mpirl::learner {
 
 void CurveLog::record(int64_t env_steps, double time_s, int64_t episodes, double window_mean, bool force) {
-  if (!enabled() || env_steps == last_ || (!force && env_steps < next_)) return;
+  // The end forces a row, also at the last row's env steps when episodes came in since (episodes
+  // can arrive without new steps: held back during a checkpoint, or drained at the stop).
+  const bool due = force ? env_steps != last_ || n_ > 0 : env_steps >= next_ && env_steps != last_;
+  if (!enabled() || !due) return;
   nlohmann::json row = {{"env_steps", env_steps},
                         {"time_s", time_s},
                         {"episodes", episodes},
@@ -37,21 +42,25 @@ void CurveLog::resume(int64_t checkpoint_env_steps) {
   out_.reset();
   std::ifstream in(path_);
   if (!in) return;
-  std::ostringstream kept;
+  std::ostringstream kept, past;
   std::string line;
   int64_t dropped = 0;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.contains("env_steps") && j["env_steps"].is_number_integer() &&
-        j["env_steps"].get<int64_t>() <= checkpoint_env_steps)
-      kept << line << '\n';
-    else
-      ++dropped;
+    const bool before = !j.is_discarded() && j.contains("env_steps") && j["env_steps"].is_number_integer() &&
+                        j["env_steps"].get<int64_t>() <= checkpoint_env_steps;
+    (before ? kept : past) << line << '\n';
+    dropped += before ? 0 : 1;
   }
   in.close();
   if (dropped == 0) return;
+  // As metrics.jsonl's: the rows of the steps the resumed run repeats move aside, nothing is lost.
+  const std::string aside = path_.substr(0, path_.size() - std::string(".jsonl").size()) +
+                            fmt::format(".after-checkpoint-{}.jsonl", ::time(nullptr));
   try {
+    write_file_atomic(aside, past.str());
     write_file_atomic(path_, kept.str());
+    spdlog::info("{} row(s) of curve.jsonl written after the checkpoint moved to {}", dropped, aside);
   } catch (const std::exception& e) {
     spdlog::warn("curve.jsonl keeps {} row(s) past the checkpoint: {}", dropped, e.what());
   }

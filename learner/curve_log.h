@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/run_dir.h"
 
@@ -24,10 +25,12 @@ class CurveLog {
     ++n_;
   }
   // After a reply: a row when env_steps has reached the next point (one row, however many points
-  // one reply passed). `force`: a row now unless the last one was at these env steps (the end).
+  // one reply passed). `force` (the end): a row now, unless the last one was at these env steps
+  // and no episode ended since.
   void record(int64_t env_steps, double time_s, int64_t episodes, double window_mean, bool force = false);
-  // A resumed run: rows past the checkpoint's env steps are dropped (the run repeats those steps),
-  // and the next point follows the checkpoint's.
+  // A resumed run: rows past the checkpoint's env steps move to curve.after-checkpoint-<unix
+  // time>.jsonl (the run repeats those steps), and the next point follows the checkpoint's. The
+  // first row after a resume counts the episodes since the resume only.
   void resume(int64_t checkpoint_env_steps);
 
  private:

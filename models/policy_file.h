@@ -1,6 +1,6 @@
 #pragma once
 // The files a trained policy is saved as, side by side in a run directory (learner 0 writes them
-// at the end of a run and after each checkpoint: learner/run_controller.cpp; every checkpoint
+// at the end of a run and after each checkpoint: learner/run_summary.cpp; every checkpoint
 // holds them too; `mpirl eval`, `mpirl export` and the Python package python/mpirl_policy read them):
 //   model.pt     the parameters: torch::save of a CPU copy of the Policy, a TorchScript-style
 //                archive whose names are the registered ones (torso0.weight, encoder.conv0.bias,

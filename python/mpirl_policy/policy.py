@@ -1,6 +1,6 @@
 """models::Policy in plain PyTorch: encoder -> optional recurrent core -> distribution and value heads.
 
-Outputs are the C++ ones (models/policy.h, PolicyOutput): ``dist`` is the logits [..., L] of a
+Outputs are the C++ ones (models/policy_model.h, PolicyOutput): ``dist`` is the logits [..., L] of a
 discrete policy, or a box policy's Gaussian mean and state-independent log-std concatenated
 [..., 2A]; ``value`` is [...] in return units. uint8 observations are pixels, scaled by 1/255 on
 the way in; float32 observations go in as they are, or, with ``model.obs_norm``, as

@@ -217,7 +217,7 @@ def case_learn_minatar_breakout(args):
     config = os.path.join(os.path.dirname(PYDIR), "..", "configs", "minatar_breakout.toml")
     rnd = random_minatar_return("breakout")
     budget = 400000
-    p, dt, d = run(args, 4, [f"run.total_env_steps={budget}", "run.max_wall_seconds=0"], 900,
+    p, dt, d = run(args, 4, [f"run.total_env_steps={budget}", "run.max_wall_seconds=0"], 660,
                    config=os.path.normpath(config))
     s = finished_run(p, d, budget)
     curve = [json.loads(line) for line in open(os.path.join(d, "curve.jsonl"))]

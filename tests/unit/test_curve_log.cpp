@@ -48,8 +48,10 @@ TEST(CurveLog, ARowPerIntervalPassedWithTheIntervalsEpisodes) {
   c.record(32, 0.5, 5, 5.0);  // before 40: none
   c.record(32, 0.6, 5, 5.0, true);  // the end: forced, no episode since (null interval return)
   c.record(32, 0.7, 5, 5.0, true);  // again at the same steps: no second row
+  c.episode(11);
+  c.record(32, 0.8, 6, 6.0, true);  // an episode drained at the stop, no new step: a row for it
   const auto rows = read_rows(path);
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0]["env_steps"], 12);
   EXPECT_DOUBLE_EQ(rows[0]["interval_return"].get<double>(), 2.0);
   EXPECT_EQ(rows[0]["interval_episodes"], 2);
@@ -60,6 +62,9 @@ TEST(CurveLog, ARowPerIntervalPassedWithTheIntervalsEpisodes) {
   EXPECT_EQ(rows[2]["env_steps"], 32);
   EXPECT_TRUE(rows[2]["interval_return"].is_null());
   EXPECT_EQ(rows[2]["interval_episodes"], 0);
+  EXPECT_EQ(rows[3]["env_steps"], 32);
+  EXPECT_DOUBLE_EQ(rows[3]["interval_return"].get<double>(), 11.0);
+  EXPECT_EQ(rows[3]["episodes"], 6);
 }
 
 TEST(CurveLog, NoWindowMeanYetIsNullAndZeroIntervalWritesNothing) {
@@ -83,7 +88,10 @@ TEST(CurveLog, AResumeDropsTheRowsPastItsCheckpointAndGoesOnFromIt) {
     for (int64_t s : {10, 20, 30, 40}) c.record(s, 0, 0, 0);
   }
   CurveLog c(path, 10);
-  c.resume(25);  // the checkpoint was at 25 env steps: rows 30 and 40 go
+  const auto dir = std::filesystem::path(path).parent_path();
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().rfind("curve_resume.after-checkpoint-", 0) == 0) std::filesystem::remove(e.path());
+  c.resume(25);  // the checkpoint was at 25 env steps: rows 30 and 40 move aside
   c.record(29, 0, 0, 0);  // before 30: none
   c.record(33, 0, 0, 0);
   const auto rows = read_rows(path);
@@ -91,4 +99,10 @@ TEST(CurveLog, AResumeDropsTheRowsPastItsCheckpointAndGoesOnFromIt) {
   EXPECT_EQ(rows[0]["env_steps"], 10);
   EXPECT_EQ(rows[1]["env_steps"], 20);
   EXPECT_EQ(rows[2]["env_steps"], 33);
+  std::vector<nlohmann::json> aside;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().rfind("curve_resume.after-checkpoint-", 0) == 0) aside = read_rows(e.path().string());
+  ASSERT_EQ(aside.size(), 2u);
+  EXPECT_EQ(aside[0]["env_steps"], 30);
+  EXPECT_EQ(aside[1]["env_steps"], 40);
 }
