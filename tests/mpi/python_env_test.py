@@ -212,12 +212,14 @@ def random_minatar_return(game, episodes=400):
 
 def case_learn_minatar_breakout(args):
     # Pixels end to end: uint8 images, the IMPALA CNN, APPO, configs/minatar_breakout.toml, for a
-    # budget of env steps (not the file's 420 s of wall time, which learned less on a busy machine):
-    # runs of the file passed 4x random (about 2) near 160k steps and were at 6-10 by 300-420k.
+    # budget of env steps (not the file's 420 s of wall time, which learned less on a busy machine).
+    # One run passed 4x random (about 2) near 160k steps and was at 6-10 by 300-420k; another was
+    # at 1.49 after 400k (a fresh-clone CI run), so the budget is the 1M steps of docs/algorithms.md
+    # (21.5-34.0 over seeds there).
     config = os.path.join(os.path.dirname(PYDIR), "..", "configs", "minatar_breakout.toml")
     rnd = random_minatar_return("breakout")
-    budget = 400000
-    p, dt, d = run(args, 4, [f"run.total_env_steps={budget}", "run.max_wall_seconds=0"], 660,
+    budget = 1000000
+    p, dt, d = run(args, 4, [f"run.total_env_steps={budget}", "run.max_wall_seconds=0"], 1100,
                    config=os.path.normpath(config))
     s = finished_run(p, d, budget)
     curve = [json.loads(line) for line in open(os.path.join(d, "curve.jsonl"))]
