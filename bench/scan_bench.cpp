@@ -211,7 +211,7 @@ void bm_loop(benchmark::State& state, Shape shape, bool backward) {
   const auto& in = inputs_for(shape);
   auto [T, B, C] = shape;
   auto opts = float_options();
-  auto loop = [&] {
+  auto loop = [&, T = T, B = B, C = C] {  // clang 14 cannot capture structured bindings by [&]
     torch::AutoGradMode g(backward);
     auto A = in.a.detach().requires_grad_(backward), Bv = in.b.detach().requires_grad_(backward);
     // unbind: one backward node for all steps (indexing A[t] would add a full-size gradient per

@@ -15,7 +15,7 @@ APT_PACKAGES=(
   libgtest-dev libbenchmark-dev
   protobuf-compiler libprotobuf-dev
   ffmpeg
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev lld
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -21,7 +21,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_test  # noqa: E402
-from mpi_test import check, config_of, finished_run, run, summary  # noqa: E402
+from mpi_test import check, config_of, finished_run, run, summary, ranks_left  # noqa: E402
 
 CENTRAL = 'actor.inference="central"'
 
@@ -119,7 +119,7 @@ def case_central_kill_inference(args):
     sys.stdout.write(out[-3000:].replace("\r", "\n"))
     check(proc.returncode != 0, f"the job failed (exit {proc.returncode})")
     check("rank 2" in out and ("signal 9" in out or "Killed" in out), "mpirun names rank 2, killed by signal 9")
-    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    left = ranks_left(out_dir)
     check(not left, f"no rank left running ({left})")
     if os.path.exists(os.path.join(d, "summary.json")):  # learner 0 saves what it can when the launcher TERMs it
         s = summary(d)

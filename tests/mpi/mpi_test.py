@@ -173,6 +173,29 @@ def seconds_after(lines, needle):
     return None
 
 
+def ranks_left(pattern, grace_s=60):
+    """The pids whose command line contains PATTERN once they have had GRACE_S to finish exiting.
+    mpirun can return while a killed rank is still tearing down its address space (seconds for a
+    torch process on a loaded machine; /proc still shows its command line then), so a rank counts
+    as left running only if it outlives the grace. Prints what each survivor is doing."""
+    t0 = time.time()
+    while True:
+        left = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+        if not left or time.time() - t0 > grace_s:
+            break
+        time.sleep(0.5)
+    for pid in left:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                state = next((l.strip() for l in f if l.startswith("State:")), "?")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+            print(f"still running after {grace_s} s: pid {pid} {state}: {cmdline}")
+        except OSError:
+            pass
+    return left
+
+
 def wait_for_rows(run_dir, n, limit_s):
     t0 = time.time()
     path = os.path.join(run_dir, "metrics.jsonl")

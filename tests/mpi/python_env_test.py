@@ -14,7 +14,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import learning_test  # noqa: E402
 import mpi_test  # noqa: E402
-from mpi_test import bad, check, command, finished_run, run  # noqa: E402
+from mpi_test import bad, check, command, finished_run, run, ranks_left  # noqa: E402
 
 PYDIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 mpi_test.ENV["PYTHONPATH"] = PYDIR + os.pathsep + os.environ.get("PYTHONPATH", "")
@@ -64,7 +64,7 @@ def fails_fast(args, kwargs, reason):
     m = re.search(r"env 'py:mpirl_test_envs:scripted' on actor rank (\d+)[^:]* at vector step (\d+)", text)
     check(m is not None and m.group(1) in ("2", "3"), "the message names the env and the actor rank")
     check(m is not None and m.group(2) == "30", "the message names the step")
-    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    left = ranks_left(out_dir)
     check(not left, f"no rank left running ({left})")
 
 

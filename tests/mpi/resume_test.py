@@ -18,7 +18,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_test  # noqa: E402
 from mpi_test import (ENV, check, check_resumed, checkpoint_facts, command, finished_run,  # noqa: E402
-                      no_step_counted_twice, run, run_resume, summary, wait_checkpoint, wait_for_rows)
+                      no_step_counted_twice, run, run_resume, summary, wait_checkpoint, wait_for_rows, ranks_left)
 
 
 def tensorboard_after_resume(d, ckpt_steps):
@@ -132,7 +132,7 @@ def case_eval_during_training(args):
           "later evaluations play later policies")
     check("evaluation of update" in out, "learner 0 logs each result")
     check(os.path.exists(os.path.join(d, "eval", "model.pt")), "the evaluated policy is in eval/")
-    left = subprocess.run(["pgrep", "-f", os.path.join(d, "eval")], capture_output=True, text=True).stdout.split()
+    left = ranks_left(os.path.join(d, "eval"))
     check(not left, f"no evaluation process left after the run ({left})")
     ev = summary(d)["eval"]
     check(ev["started"] >= len(rows) and ev["failed"] == 0, f"summary.json counts the evaluations ({ev})")

@@ -19,7 +19,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_test  # noqa: E402
 from mpi_test import (ENV, check, command, finished_run, run, run_streamed, seconds_after, summary,  # noqa: E402
-                      wait_for_rows)
+                      wait_for_rows, ranks_left)
 
 
 def case_wall_limit_starved(args):
@@ -104,7 +104,7 @@ def case_abort_on_rank_error(args):
               f"rank {rank}: one fatal error, the fault's own; the other ranks add none ({fatal})")
         dt = seconds_after(lines, "injected fault")
         check(dt is not None and dt < 10, f"rank {rank}: job gone {dt:.1f} s after the fault was logged (< 10 s)")
-        left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+        left = ranks_left(out_dir)
         check(not left, f"rank {rank}: no rank left running ({left})")
 
 
@@ -124,7 +124,7 @@ def case_stall_detected(args):
     check(silent and min(silent) >= 2, f"the ranks were silent for longer than the timeout ({silent})")
     dt = seconds_after(lines, "run.stall_timeout_s")
     check(dt is not None and dt < 10, f"job gone {dt:.1f} s after the stall was reported (< 10 s)")
-    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    left = ranks_left(out_dir)
     check(not left, f"no rank left running ({left})")
 
 

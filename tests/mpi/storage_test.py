@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_test  # noqa: E402
-from mpi_test import check, summary  # noqa: E402
+from mpi_test import check, summary, ranks_left  # noqa: E402
 
 BASE = ["run.total_env_steps=1000000000", "run.checkpoint_every_updates=25", "run.checkpoint_interval_s=0",
         "run.keep_checkpoints=3", "run.log_interval_s=0.2", 'replay.selector="uniform"', "replay.max_times_sampled=0",
@@ -327,7 +327,7 @@ def case_hung_disk(args):
     check(s.get("stop_reason") == "error" and "no sign of its file work" in json.dumps(s),
           "summary.json names the error")
     check(os.path.getsize(os.path.join(d, "model.pt")) > 0, "learner 0 saved model.pt")
-    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    left = ranks_left(out_dir)
     check(not left, f"no rank left running ({left})")
 
 

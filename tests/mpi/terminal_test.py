@@ -7,13 +7,12 @@ Run one: terminal_test.py --mpirl build/mpirl CASE"""
 import os
 import re
 import signal
-import subprocess
 import sys
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_test  # noqa: E402
-from mpi_test import ENV, check, command, run, summary, wait_for_rows  # noqa: E402
+from mpi_test import ENV, check, command, run, summary, wait_for_rows, ranks_left  # noqa: E402
 
 
 def run_on_pty(cmd, env, columns, until=None, keys=b""):
@@ -105,7 +104,7 @@ def case_ctrl_c_interrupts(args):
     check("Ctrl-C stops the run as \"interrupted\"" in out, "learner 0 says it joined mpirun's foreground group")
     check("preempted" not in out and "a rank or a node was lost" not in out, "not taken for a preemption or a lost node")
     check(os.path.getsize(os.path.join(d, "model.pt")) > 0, "model.pt saved")
-    left = subprocess.run(["pgrep", "-f", out_dir], capture_output=True, text=True).stdout.split()
+    left = ranks_left(out_dir)
     check(not left, f"no rank left running ({left})")
 
 

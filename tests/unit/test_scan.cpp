@@ -71,7 +71,8 @@ TEST_P(ScanCase, EqualsNaiveLoop) {
 // Finite-difference gradient check of L = Re(sum(conj(W) * h)) w.r.t. every real degree of freedom
 // of a, b and h0 (PyTorch's convention: the gradient of a complex z is dL/dRe z + i dL/dIm z).
 TEST_P(ScanCase, GradientMatchesFiniteDifferences) {
-  auto [st, reverse] = GetParam();
+  auto [st, reverse_param] = GetParam();
+  const bool reverse = reverse_param;  // a plain variable: clang 14 cannot capture a structured binding
   if (st == torch::kFloat32 || st == torch::kComplexFloat) {
     // Single precision: gradients equal the fp64 ones on the same inputs.
     const auto wide = st == torch::kFloat32 ? torch::kFloat64 : torch::kComplexDouble;
