@@ -25,6 +25,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from suites import SUITE_REFERENCES, SUITE_TASKS, SUITES  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # name: (config file under configs/ or None for the defaults, extra --set, threshold, env-step budget,
@@ -73,6 +76,9 @@ REFERENCES = {
     "minatar_seaquest": _MINATAR.format(dqn=20, ac=15, gx="none published"),
     "minatar_space_invaders": _MINATAR.format(dqn=43, ac=185, gx=131),
 }
+# The suites (bench/suites.py): scored at their budget, never stopped at their reference score.
+TASKS.update(SUITE_TASKS)
+REFERENCES.update(SUITE_REFERENCES)
 
 
 def first_at(rows, threshold):
@@ -115,7 +121,7 @@ def run_one(args, task, seed):
     over = [*sets, f"run.seed={seed}", f"run.total_env_steps={budget}", f"run.max_wall_seconds={wall}",
             f'run.out_dir="{args.out}/runs"', f'run.name="{name}"', "run.log_interval_s=0.25",
             'run.progress="lines"', 'run.checkpoint="never"', 'replay.dump="never"', "run.tensorboard=false"]
-    if args.hold:
+    if args.hold or task in SUITE_TASKS:
         over.append("run.stop_mean_return=nan")  # a config file's own stop too
     elif threshold is not None:
         over.append(f"run.stop_mean_return={threshold}")
@@ -255,6 +261,8 @@ def main():
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--tasks", nargs="+", default=["cartpole_default", "cartpole_appo", "acrobot", "synthetic_default"],
                     choices=sorted(TASKS))
+    ap.add_argument("--suite", choices=sorted(SUITES),
+                    help="every task of a suite (bench/suites.py), instead of --tasks")
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     ap.add_argument("--set", nargs="*", help="extra --set overrides for every run")
     ap.add_argument("--hold", action="store_true",
@@ -268,6 +276,8 @@ def main():
     args.out = os.path.abspath(args.out)
     if args.report:
         return write_outputs(args, read_results(args.out))
+    if args.suite:
+        args.tasks = SUITES[args.suite]
     os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
     results = [run_one(args, t, s) for t in args.tasks for s in args.seeds]
     write_outputs(args, results)

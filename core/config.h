@@ -59,6 +59,7 @@ struct Config {
     double lr_final = 0, entropy_coef_final = 0;
     // Normalisation (learner/normalizers.h).
     bool normalize_advantages = false;
+    std::string advantages = "vtrace";  // APPO's advantage estimator: "vtrace" | "gae" (learner.lambda)
     std::string value_norm = "popart";  // "none" | "popart"
     double value_norm_decay = 3e-4;
     double reward_scale = 1, reward_clip = 0;
@@ -77,6 +78,9 @@ struct Config {
     int64_t core_size = 128, core_state = 64;
     bool obs_norm = false;       // running mean/std normalisation of float observations
     double obs_norm_clip = 10;   // normalised observations are clipped to [-clip, clip]
+    std::string critic = "shared";  // "shared" torso, or a "separate" MLP of the same widths for the value
+    std::string init = "default";   // "default" (LibTorch's) or "orthogonal" (MLP layers and heads)
+    double log_std_init = -0.5;     // Gaussian policies: the state-independent log-std at the start
   } model;
   struct Kernels {
     std::string scan_backend = "auto";  // "auto" | "native" | "aten" (kernels/scan.h)

@@ -106,6 +106,9 @@ void cross_validate(const Config& c) {
   if (c.learner.algo == "appo" && c.learner.batch_size % c.learner.appo_minibatches != 0)
     bad(fmt::format("config key 'learner.appo_minibatches' = {}: expected a divisor of learner.batch_size = {}",
                     c.learner.appo_minibatches, c.learner.batch_size));
+  if (c.learner.advantages == "gae" && c.learner.algo != "appo")
+    bad(fmt::format("config key 'learner.advantages' = \"gae\": expected learner.algo = \"appo\" (algo is \"{}\": "
+                    "IMPALA's policy gradient needs V-trace's off-policy correction)", c.learner.algo));
   if (c.env.num_envs > c.replay.capacity)
     bad(fmt::format("config key 'env.num_envs' = {}: expected at most replay.capacity = {} (one rollout must fit)",
                     c.env.num_envs, c.replay.capacity));

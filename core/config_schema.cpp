@@ -121,6 +121,7 @@ const Schema& schema() {
     m["learner.entropy_schedule"] = string_field({"constant", "linear", "cosine"},
                                                  [](Config& c, std::string v) { c.learner.entropy_schedule = v; });
     m["learner.entropy_coef_final"] = float_field(0, inf, [](Config& c, double v) { c.learner.entropy_coef_final = v; });
+    m["learner.advantages"] = string_field({"vtrace", "gae"}, [](Config& c, std::string v) { c.learner.advantages = v; });
     m["learner.normalize_advantages"] = bool_field([](Config& c, bool v) { c.learner.normalize_advantages = v; });
     m["learner.value_norm"] = string_field({"none", "popart"}, [](Config& c, std::string v) { c.learner.value_norm = v; });
     m["learner.value_norm_decay"] = float_field(1e-6, 1, [](Config& c, double v) { c.learner.value_norm_decay = v; });
@@ -138,6 +139,9 @@ const Schema& schema() {
                                    [](Config& c, std::string v) { c.model.core = v; });
     m["model.core_size"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.model.core_size = v; });
     m["model.core_state"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.model.core_state = v; });
+    m["model.init"] = string_field({"default", "orthogonal"}, [](Config& c, std::string v) { c.model.init = v; });
+    m["model.log_std_init"] = float_field(-20, 5, [](Config& c, double v) { c.model.log_std_init = v; });
+    m["model.critic"] = string_field({"shared", "separate"}, [](Config& c, std::string v) { c.model.critic = v; });
     m["model.obs_norm"] = bool_field([](Config& c, bool v) { c.model.obs_norm = v; });
     m["model.obs_norm_clip"] = float_field(1e-3, 1e9, [](Config& c, double v) { c.model.obs_norm_clip = v; });
     m["eval.interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.eval.interval_s = v; });

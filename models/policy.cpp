@@ -3,6 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "core/error.h"
+
 namespace mpirl::models {
 
 PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
@@ -18,6 +22,16 @@ PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
       in = opts.hidden[i];
     }
   }
+  separate_critic_ = opts.critic == "separate";
+  if (separate_critic_) {
+    TORCH_CHECK(encoder == "mlp" && opts.core == "none", "model.critic = \"separate\" needs the mlp encoder without a core");
+    int64_t c_in = spec.obs_size();
+    for (size_t i = 0; i < opts.hidden.size(); ++i) {
+      critic_.push_back(register_module("critic" + std::to_string(i), torch::nn::Linear(c_in, opts.hidden[i])));
+      c_in = opts.hidden[i];
+    }
+  }
+  const int64_t v_in = separate_critic_ ? (opts.hidden.empty() ? spec.obs_size() : opts.hidden.back()) : -1;
   core_ = make_core(core_options(opts, in));
   if (core_) {
     register_module("core", core_);
@@ -25,12 +39,23 @@ PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
   }
   int64_t out = spec.discrete ? spec.num_actions : spec.action_dim;
   pi_ = register_module("pi", torch::nn::Linear(in, out));
-  v_ = register_module("v", torch::nn::Linear(in, 1));
+  v_ = register_module("v", torch::nn::Linear(v_in > 0 ? v_in : in, 1));
   torch::NoGradGuard g;
-  // Near-uniform initial policy: small output weights (as in common PPO/IMPALA set-ups).
-  pi_->weight.mul_(0.01);
-  pi_->bias.zero_();
-  if (!spec.discrete) log_std_ = register_parameter("log_std", torch::full({out}, -0.5));
+  if (opts.init == "orthogonal") {
+    auto ortho = [](torch::nn::Linear& l, double gain) {
+      torch::nn::init::orthogonal_(l->weight, gain);
+      l->bias.zero_();
+    };
+    for (auto* layers : {&torso_, &critic_})
+      for (auto& l : *layers) ortho(l, std::sqrt(2.0));
+    ortho(pi_, 0.01);
+    ortho(v_, 1.0);
+  } else {
+    // Near-uniform initial policy: small output weights (as in common PPO/IMPALA set-ups).
+    pi_->weight.mul_(0.01);
+    pi_->bias.zero_();
+  }
+  if (!spec.discrete) log_std_ = register_parameter("log_std", torch::full({out}, opts.log_std_init));
   const int64_t norm = opts.obs_norm && !spec.obs_uint8 ? spec.obs_size() : 0;  // pixels are scaled, not normalised
   obs_shift_ = register_buffer("obs_shift", torch::zeros({norm}));
   obs_scale_ = register_buffer("obs_scale", torch::ones({norm}));
@@ -54,7 +79,12 @@ CoreOptions core_options(const ModelOptions& o, int64_t input) {
 }
 
 void validate_model_config(const Config& cfg, const envs::EnvSpec& spec) {
-  resolve_encoder(cfg.model.encoder, spec.obs_shape);
+  const std::string encoder = resolve_encoder(cfg.model.encoder, spec.obs_shape);
+  if (cfg.model.critic == "separate" && (encoder != "mlp" || cfg.model.core != "none"))
+    throw ConfigError(fmt::format("config key 'model.critic' = \"separate\": expected the mlp encoder without a core "
+                                  "(encoder \"{}\", core \"{}\"); a recurrent or CNN policy shares its features with "
+                                  "the value head",
+                                  encoder, cfg.model.core));
 }
 
 ModelOptions model_options(const Config& cfg) {
@@ -67,6 +97,9 @@ ModelOptions model_options(const Config& cfg) {
   o.core_state = cfg.model.core_state;
   o.obs_norm = cfg.model.obs_norm;
   o.obs_norm_clip = cfg.model.obs_norm_clip;
+  o.critic = cfg.model.critic;
+  o.init = cfg.model.init;
+  o.log_std_init = cfg.model.log_std_init;
   return o;
 }
 
@@ -94,16 +127,24 @@ torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
   return h;
 }
 
-PolicyOutput PolicyImpl::heads(const torch::Tensor& h) {
+PolicyOutput PolicyImpl::heads(const torch::Tensor& h, const torch::Tensor& obs) {
   torch::Tensor head = pi_(h);
   if (!spec_.discrete) head = torch::cat({head, log_std_.expand_as(head)}, -1);
+  torch::Tensor vh = h;
+  if (separate_critic_) {
+    // The separate critic: its own MLP over the observations as the torso sees them (pixels
+    // scaled, float observations normalised; flattened).
+    vh = obs.scalar_type() == torch::kUInt8 ? obs.to(torch::kFloat32).mul_(1.0 / 255) : normalize_obs(obs);
+    vh = obs_rank_ > 1 ? vh.flatten(vh.dim() - obs_rank_) : vh;
+    for (auto& l : critic_) vh = relu_ ? torch::relu(l(vh)) : torch::tanh(l(vh));
+  }
   // In return units (PopArt keeps the head's output normalised): exact 1 * v + 0 without it.
-  return {head, torch::addcmul(value_shift_, v_(h).squeeze(-1), value_scale_)};
+  return {head, torch::addcmul(value_shift_, v_(vh).squeeze(-1), value_scale_)};
 }
 
 PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
   TORCH_CHECK(!core_, "Policy::forward is for feed-forward policies; use step() or unroll() with a recurrent core");
-  return heads(torso(obs));
+  return heads(torso(obs), obs);
 }
 
 torch::Tensor PolicyImpl::initial_state(int64_t B) const {
@@ -113,7 +154,7 @@ torch::Tensor PolicyImpl::initial_state(int64_t B) const {
 PolicyOutput PolicyImpl::unroll(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0) {
   auto h = torso(obs);
   if (core_) h = core_->sequence(h, state0, is_init).first;
-  return heads(h);
+  return heads(h, obs);
 }
 
 PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state) {
@@ -123,7 +164,7 @@ PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_
     h = y;
     state = next;
   }
-  return heads(h);
+  return heads(h, obs);
 }
 
 ActBuffers PolicyImpl::act_buffers(int64_t B) const {
@@ -163,6 +204,7 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
 }
 
 torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Tensor& state) {
+  if (separate_critic_) return heads(torso(obs), obs).value;
   auto h = torso(obs);
   if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, h.options())).first;
   return torch::addcmul(value_shift_, v_(h).squeeze(-1), value_scale_);

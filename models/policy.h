@@ -23,6 +23,15 @@ struct ModelOptions {
   int64_t core_state = 64;    // N (lru/ssm), memory traces (ffm)
   bool obs_norm = false;      // float observations: (obs - obs_shift) * obs_scale, clipped
   double obs_norm_clip = 10;
+  // "shared": the value head reads the policy's features; "separate": its own MLP (`critic0`,
+  // `critic1`, ... of the `hidden` widths) over the (normalised) observations, so that the value
+  // loss never moves the policy's torso. The mlp encoder without a core only.
+  std::string critic = "shared";
+  // "orthogonal": the MLP torso's and the critic's layers orthogonal with gain sqrt(2), the policy
+  // head with 0.01 and the value head with 1, biases 0 (PPO's usual set-up); "default": LibTorch's,
+  // the policy head scaled by 0.01. CNN encoders and cores keep their own.
+  std::string init = "default";
+  double log_std_init = -0.5;  // box policies
 };
 
 CoreOptions core_options(const ModelOptions& o, int64_t input);
@@ -87,9 +96,11 @@ class PolicyImpl : public PolicyModel {
  private:
   envs::EnvSpec spec_;
   bool relu_;
+  bool separate_critic_ = false;
   torch::Tensor torso(const torch::Tensor& obs);
-  PolicyOutput heads(const torch::Tensor& h);
+  PolicyOutput heads(const torch::Tensor& h, const torch::Tensor& obs);
   std::vector<torch::nn::Linear> torso_;  // mlp encoder
+  std::vector<torch::nn::Linear> critic_;  // model.critic = "separate": the value's own MLP
   ConvEncoder cnn_{nullptr};               // CNN encoders
   int64_t obs_rank_ = 1;
   std::shared_ptr<CoreImpl> core_;

@@ -42,6 +42,7 @@ nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& o
             {"state_size", core_state_size(core_options(opts, torso_out))},
             {"obs_norm", opts.obs_norm && !spec.obs_uint8},
             {"obs_norm_clip", opts.obs_norm_clip},
+            {"critic", opts.critic},
             {"dist_size", spec.dist_size()}}}};
 }
 

@@ -54,7 +54,8 @@ done
 # Versions are compared by distribution name (pip's), not by the module's own __version__.
 for pin in "gymnasium:$GYMNASIUM_VERSION" "pybind11:$PYBIND11_VERSION" "ale-py:$ALE_PY_VERSION" \
            "envpool:$ENVPOOL_VERSION" "minatar:$MINATAR_VERSION" "popgym:$POPGYM_VERSION" \
-           "tensorboard:$TENSORBOARD_VERSION" "pygame:$PYGAME_VERSION"; do
+           "tensorboard:$TENSORBOARD_VERSION" "pygame:$PYGAME_VERSION" "mujoco:$MUJOCO_VERSION" \
+           "imageio:$IMAGEIO_VERSION"; do
   dist=${pin%%:*} want=${pin#*:}
   have=$($PY -c "import importlib.metadata as m; print(m.version('$dist'))" 2>/dev/null || true)
   if [ "$have" != "$want" ]; then
@@ -65,4 +66,4 @@ done
 $PY -c "import sysconfig, os, sys; d = sysconfig.get_config_var('LIBDIR'); l = sysconfig.get_config_var('LDLIBRARY'); \
 sys.exit(0 if os.path.exists(os.path.join(d, l)) and l.endswith('.so') else \
 '[setup] $PY has no shared libpython ' + os.path.join(d, l) + ': mpirl embeds it (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared)')"
-echo "[setup] ok: torch $($PY -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1), $(cmake --version | head -1), gymnasium $GYMNASIUM_VERSION, pybind11 $PYBIND11_VERSION, ale-py $ALE_PY_VERSION, envpool $ENVPOOL_VERSION, minatar $MINATAR_VERSION, popgym $POPGYM_VERSION, tensorboard $TENSORBOARD_VERSION, pygame $PYGAME_VERSION, $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"
+echo "[setup] ok: torch $($PY -c 'import torch; print(torch.__version__)'), $(mpirun --version | head -1), $(cmake --version | head -1), gymnasium $GYMNASIUM_VERSION, pybind11 $PYBIND11_VERSION, ale-py $ALE_PY_VERSION, envpool $ENVPOOL_VERSION, minatar $MINATAR_VERSION, popgym $POPGYM_VERSION, tensorboard $TENSORBOARD_VERSION, pygame $PYGAME_VERSION, mujoco $MUJOCO_VERSION, $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"

@@ -16,7 +16,14 @@ Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const mo
   torch::Tensor rewards = b.rewards;
   if (o.reward_scale != 1.0) rewards = rewards * o.reward_scale;
   if (o.reward_clip > 0) rewards = rewards.clamp(-o.reward_clip, o.reward_clip);
-  t.vt = kernels::vtrace(t.log_rhos, discounts, cont, rewards, values.slice(0, 0, T), next_values, o.vtrace);
+  if (o.gae) {
+    auto g = kernels::gae(discounts, cont, rewards, values.slice(0, 0, T), next_values, o.vtrace.lambda);
+    t.vt.vs = g.targets;
+    t.vt.advantages = g.advantages;
+    t.vt.pg_advantages = g.advantages;
+  } else {
+    t.vt = kernels::vtrace(t.log_rhos, discounts, cont, rewards, values.slice(0, 0, T), next_values, o.vtrace);
+  }
   return t;
 }
 

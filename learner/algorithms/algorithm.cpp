@@ -16,6 +16,7 @@ LossOptions loss_options(const Config& cfg) {
   o.reward_scale = l.reward_scale;
   o.reward_clip = l.reward_clip;
   o.normalize_advantages = l.normalize_advantages;
+  o.gae = l.advantages == "gae";
   return o;
 }
 

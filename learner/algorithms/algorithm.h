@@ -23,6 +23,8 @@ struct LossOptions {
   kernels::VTraceOptions vtrace;
   double reward_scale = 1, reward_clip = 0;  // rewards * scale, clipped to +-clip (0 = no clip)
   bool normalize_advantages = false;         // zero mean, unit std over the kept steps of the (mini)batch
+  bool gae = false;  // targets and advantages by GAE(vtrace.lambda) instead of V-trace (APPO: the ratio
+                     // clip does the off-policy part, as in PPO)
   torch::Tensor entropy_coef_t;  // scalar on the device (a scheduled coefficient); undefined = entropy_coef
   torch::Tensor value_scale;     // [1] PopArt's sigma: the value loss in normalised units; undefined = 1
 };

@@ -39,7 +39,8 @@ def model_options(config: Dict[str, Any]) -> ModelOptions:
                         core_size=int(m.get("core_size", d.core_size)),
                         core_state=int(m.get("core_state", d.core_state)),
                         obs_norm=bool(m.get("obs_norm", d.obs_norm)),
-                        obs_norm_clip=float(m.get("obs_norm_clip", d.obs_norm_clip)))
+                        obs_norm_clip=float(m.get("obs_norm_clip", d.obs_norm_clip)),
+                        critic=str(m.get("critic", d.critic)))
 
 
 def env_spec(policy_json: Dict[str, Any]) -> EnvSpec:

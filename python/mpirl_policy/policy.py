@@ -46,6 +46,7 @@ class ModelOptions:
     ffm_context: int = 4
     obs_norm: bool = False
     obs_norm_clip: float = 10.0
+    critic: str = "shared"  # or "separate": the value's own MLP over the observations (C++ critic0, ...)
 
 
 class Policy(nn.Module):
@@ -81,7 +82,18 @@ class Policy(nn.Module):
         out = opts.core_size if self.core is not None else features
         self.action_size = int(spec.num_actions if spec.discrete else spec.action_dim)
         self.pi = nn.Linear(out, self.action_size)
-        self.v = nn.Linear(out, 1)
+        self.separate_critic = opts.critic == "separate"
+        if self.separate_critic:
+            if self.encoder_kind != "mlp" or self.core is not None:
+                raise ValueError('model.critic = "separate" needs the mlp encoder without a core')
+            critic_in = 1
+            for d in self.obs_shape:
+                critic_in *= d
+            self.critic = MlpTorso(critic_in, list(opts.hidden), opts.activation == "relu", self.obs_rank)
+            self.v = nn.Linear(self.critic.out_size, 1)
+        else:
+            self.critic = None
+            self.v = nn.Linear(out, 1)
         if spec.discrete:
             self.register_parameter("log_std", None)
         else:
@@ -97,28 +109,36 @@ class Policy(nn.Module):
         self.register_buffer("value_scale", torch.ones([1]))
 
     # ---- the C++ PolicyImpl, method for method ----
-    def torso(self, obs: torch.Tensor) -> torch.Tensor:
+    def encoder_input(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs.to(torch.float32) * (1.0 / 255) if obs.dtype == torch.uint8 else obs
         if self.obs_shift.numel() > 0 and obs.dtype != torch.uint8:
             flat = x.reshape([-1, self.obs_shift.size(0)])
             x = ((flat - self.obs_shift) * self.obs_scale).clamp(-self.obs_norm_clip, self.obs_norm_clip).reshape(x.shape)
+        return x
+
+    def torso(self, obs: torch.Tensor) -> torch.Tensor:
+        x = self.encoder_input(obs)
         shape: List[int] = list(x.shape)
         lead = shape[: len(shape) - self.obs_rank]
         h = self.encoder(x.reshape([-1] + self.obs_shape))  # [N, obs...] -> [N, features]
         return h.reshape(lead + [h.size(-1)])
 
-    def heads(self, h: torch.Tensor) -> Out:
+    def heads(self, h: torch.Tensor, obs: torch.Tensor) -> Out:
         head = self.pi(h)
         log_std = self.log_std
         if log_std is not None:
             head = torch.cat([head, log_std.expand_as(head)], -1)
-        return head, torch.addcmul(self.value_shift, self.v(h).squeeze(-1), self.value_scale)
+        vh = h
+        critic = self.critic
+        if critic is not None:
+            vh = critic(self.encoder_input(obs))
+        return head, torch.addcmul(self.value_shift, self.v(vh).squeeze(-1), self.value_scale)
 
     def forward(self, obs: torch.Tensor) -> Out:
         if self.core is not None:
             raise RuntimeError("Policy.forward is for feed-forward policies; "
                                "use step() or unroll() with a recurrent core")
-        return self.heads(self.torso(obs))
+        return self.heads(self.torso(obs), obs)
 
     @torch.jit.export
     def initial_state(self, batch: int) -> torch.Tensor:
@@ -130,7 +150,7 @@ class Policy(nn.Module):
         core = self.core
         if core is not None:
             h, state = core.step(h, state, is_init)
-        dist, value = self.heads(h)
+        dist, value = self.heads(h, obs)
         return dist, value, state
 
     @torch.jit.export
@@ -140,7 +160,7 @@ class Policy(nn.Module):
         core = self.core
         if core is not None:
             h, state = core.sequence(h, state0, is_init)
-        dist, value = self.heads(h)
+        dist, value = self.heads(h, obs)
         return dist, value, state
 
     @torch.jit.export
@@ -187,7 +207,8 @@ class Policy(nn.Module):
 
 def cpp_name(name: str) -> str:
     """This module's parameter name as the C++ Policy registers it (encoder.layers.i -> torso{i})."""
-    if name.startswith("encoder.layers."):
-        i, rest = name[len("encoder.layers."):].split(".", 1)
-        return f"torso{i}.{rest}"
+    for prefix, cpp in (("encoder.layers.", "torso"), ("critic.layers.", "critic")):
+        if name.startswith(prefix):
+            i, rest = name[len(prefix):].split(".", 1)
+            return f"{cpp}{i}.{rest}"
     return name

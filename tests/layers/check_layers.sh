@@ -17,6 +17,7 @@ for pair in "learner actor/actor.h" "actor buffer/replay.h" "buffer learner/lear
   if out=$("$cxx" -std=c++20 -fsyntax-only -I"$layers/$1" "$tmp/bad.cpp" 2>&1); then
     echo "FAIL: $1/ may include $2"; exit 1
   fi
-  echo "$out" | grep -q "No such file" || { echo "FAIL: unexpected error for $1/ including $2: $out"; exit 1; }
+  # "No such file" from GCC, "file not found" from clang
+  echo "$out" | grep -Eq "No such file|file not found" || { echo "FAIL: unexpected error for $1/ including $2: $out"; exit 1; }
   echo "ok: $1/ cannot include $2"
 done

@@ -39,6 +39,7 @@ struct Case {
   std::string env_id = "ParityTest";
   bool obs_norm = false;  // model.obs_norm (clip 1.5, so that clipping happens) and non-trivial
                           // normalisation buffers: obs shift/scale and PopArt's value shift/scale
+  std::string critic = "shared";  // model.critic
 };
 
 std::vector<Case> cases() {
@@ -64,6 +65,10 @@ std::vector<Case> cases() {
   out.push_back({"obsnorm-gru-box", "mlp", "gru", false, {7}, false, "relu", 5, "ParityTest", true});
   out.push_back({"obsnorm_image-lru-discrete", "impala_cnn", "lru", true, {3, 9, 9}, false, "tanh", 5, "ParityTest", true});
   out.push_back({"obsnorm_pixels-none-discrete", "mlp", "none", true, {2, 5, 6}, true, "tanh", 5, "ParityTest", true});
+  // The value's own MLP (model.critic = "separate"): on normalised observations, and on pixels.
+  out.push_back({"critic-none-box", "mlp", "none", false, {7}, false, "tanh", 5, "ParityTest", true, "separate"});
+  out.push_back({"critic_pixels-none-discrete", "mlp", "none", true, {2, 5, 6}, true, "relu", 5, "ParityTest", false,
+                 "separate"});
   return out;
 }
 
@@ -75,7 +80,7 @@ void run_case(const Case& c, const std::string& out_dir, int64_t seed) {
                                 "model.core_state=6", fmt::format("run.out_dir=\"{}\"", out_dir),
                                 fmt::format("run.name=\"{}\"", c.name),
                                 fmt::format("model.obs_norm={}", c.obs_norm ? "true" : "false"),
-                                "model.obs_norm_clip=1.5"});
+                                "model.obs_norm_clip=1.5", fmt::format("model.critic=\"{}\"", c.critic)});
   const std::string dir = create_run_dir(cfg);  // config.toml, as a run writes it
   envs::EnvSpec spec;
   spec.id = c.env_id;

@@ -1,0 +1,43 @@
+"""The learning suites of issue 41 for bench/learning.py (`--suite NAME`): one config per suite, the
+same for every env in it (only env.id changes), run to a fixed env-step budget without stopping at
+the reference, and scored as CleanRL scores: the mean return of the last 100 training episodes at
+the budget (summary.json's final_mean_return). The reference score is also the threshold whose
+first crossing gives "steps / time to reference".
+
+Task tuple, as bench/learning.py's TASKS: (config under configs/, extra --set, reference score or
+None, env-step budget, wall-clock limit in s).
+"""
+
+# CleanRL's tables: vwxyzjn/cleanrl docs/benchmark/ppo_continuous_action.md (tag pr-424; 1M steps,
+# 3 seeds, gymnasium -v4 ids) and docs/rl-algorithms/ppo.md (ppo.py, 500k steps, 3 seeds).
+MUJOCO = {
+    # env id: (CleanRL ppo_continuous_action at 1M steps, mean +- std over 3 seeds; None = no figure)
+    "HalfCheetah-v4": (1442.64, 46.03),
+    "Hopper-v4": (2382.86, 271.74),
+    "Walker2d-v4": (2287.95, 571.78),
+    "Ant-v4": None,  # no 1M figure in CleanRL's table; Sample Factory's APPO: 5876 at 10M
+    "Humanoid-v4": (716.0, None),  # the issue's figure from the same table; its spread not copied
+}
+CLASSIC = {
+    "CartPole-v1": (490.04, 6.12),    # CleanRL ppo.py at 500k
+    "Acrobot-v1": (-86.36, 1.32),     # CleanRL ppo.py at 500k
+    "Pendulum-v1": None,              # CleanRL: -1141.98 +- 135.55 at 8M (ppo_continuous_action); gymnax: -130 at 1M
+}
+
+SUITES = {}
+SUITE_TASKS = {}
+SUITE_REFERENCES = {}
+
+for _id, _ref in MUJOCO.items():
+    _name = "mujoco_" + _id.split("-")[0].lower()
+    SUITE_TASKS[_name] = ("mujoco.toml", [f'env.id="gym:{_id}"'], _ref[0] if _ref else None, 1_000_000, 3600)
+    _pm = f" +- {_ref[1]}" if _ref and _ref[1] is not None else ""
+    SUITE_REFERENCES[_name] = (f"CleanRL ppo_continuous_action: {_ref[0]}{_pm} at 1M steps (3 seeds)" if _ref
+                               else "CleanRL: no 1M figure; Sample Factory APPO: 5876 at 10M")
+    SUITES.setdefault("mujoco", []).append(_name)
+for _id, _ref in CLASSIC.items():
+    _name = "classic_" + _id.split("-")[0].lower()
+    SUITE_TASKS[_name] = ("classic.toml", [f'env.id="{_id}"'], _ref[0] if _ref else None, 500_000, 1800)
+    SUITE_REFERENCES[_name] = (f"CleanRL ppo.py: {_ref[0]} +- {_ref[1]} at 500k steps (3 seeds)" if _ref
+                               else "CleanRL ppo_continuous_action: -1141.98 +- 135.55 at 8M; gymnax PPO: -130 at 1M")
+    SUITES.setdefault("classic", []).append(_name)

@@ -1,0 +1,138 @@
+// APPO's GAE(lambda) advantages (learner.advantages = "gae", issue 41) against hand-computed values
+// and a naive float64 loop written from the paper's definition, with terminations, truncations
+// (bootstrapped from trunc_value) and the sequence end (bootstrapped from the next observation's
+// value); the APPO surrogate on them; and the config check that keeps GAE away from IMPALA.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "envs/registry.h"
+#include "learner/algorithms/actor_critic.h"
+#include "learner/algorithms/appo.h"
+#include "tests/common/train_batches.h"
+
+using namespace mpirl;
+using namespace mpirl::learner;
+
+namespace {
+
+Config cfg_with(std::vector<std::string> sets) { return load_config("", sets); }
+
+// GAE for one batch, step by step in float64: next value 0 after a termination, trunc_value after a
+// truncation, V(x_{t+1}) otherwise; the sum of (gamma lambda)^k deltas stops at an episode's end.
+torch::Tensor naive_gae(const TrainBatch& b, const torch::Tensor& values, double gamma, double lambda) {
+  const int64_t T = b.rewards.size(0), B = b.rewards.size(1);
+  auto r = b.rewards.to(torch::kFloat64), term = b.terminated.to(torch::kFloat64);
+  auto trunc = b.truncated.to(torch::kFloat64), tv = b.trunc_value.to(torch::kFloat64);
+  auto v = values.to(torch::kFloat64);
+  auto adv = torch::zeros({T, B}, torch::kFloat64);
+  for (int64_t j = 0; j < B; ++j) {
+    double next_adv = 0;
+    for (int64_t t = T - 1; t >= 0; --t) {
+      const bool terminated = term[t][j].item<double>() > 0.5, truncated = trunc[t][j].item<double>() > 0.5;
+      double next_v = terminated ? 0.0 : truncated ? tv[t][j].item<double>() : v[t + 1][j].item<double>();
+      double delta = r[t][j].item<double>() + gamma * next_v - v[t][j].item<double>();
+      bool episode_goes_on = !terminated && !truncated && t + 1 < T;
+      double a = delta + (episode_goes_on ? gamma * lambda * next_adv : 0.0);
+      adv[t][j] = a;
+      next_adv = a;
+    }
+  }
+  return adv;
+}
+
+}  // namespace
+
+TEST(Gae, HandComputedOneSequence) {
+  // T = 3, one column, gamma 0.5, lambda 0.5, values V = (1, 2, 3, 4), rewards (3, 1, 0), a
+  // termination after step 1:
+  //   step 2 (a new episode, cut by the sequence end): delta = 0 + 0.5 * 4 - 3 = -1, adv = -1
+  //   step 1 (terminates):                               delta = 1 + 0 - 2 = -1,       adv = -1
+  //   step 0:                                            delta = 3 + 0.5 * 2 - 1 = 3,  adv = 3 + 0.25 * (-1) = 2.75
+  TrainBatch b;
+  b.rewards = torch::tensor({3.0, 1.0, 0.0}).view({3, 1});
+  b.terminated = torch::tensor({0.0, 1.0, 0.0}).view({3, 1});
+  b.truncated = torch::zeros({3, 1});
+  b.trunc_value = torch::zeros({3, 1});
+  b.actions = torch::zeros({3, 1}, torch::kInt64);
+  b.behaviour_logp = torch::full({3, 1}, std::log(0.5));
+  models::PolicyOutput out;
+  out.value = torch::tensor({1.0, 2.0, 3.0, 4.0}).view({4, 1});
+  out.dist = torch::zeros({4, 1, 2});
+  auto spec = envs::env_spec(cfg_with({}));
+  LossOptions o;
+  o.gamma = 0.5;
+  o.vtrace.lambda = 0.5;
+  o.gae = true;
+  auto t = compute_targets(spec, b, out, o);
+  EXPECT_NEAR(t.vt.advantages[0][0].item<double>(), 2.75, 1e-6);
+  EXPECT_NEAR(t.vt.advantages[1][0].item<double>(), -1.0, 1e-6);
+  EXPECT_NEAR(t.vt.advantages[2][0].item<double>(), -1.0, 1e-6);
+  // Value targets: the lambda-returns, advantages + V.
+  EXPECT_NEAR(t.vt.vs[0][0].item<double>(), 3.75, 1e-6);
+  EXPECT_NEAR(t.vt.vs[2][0].item<double>(), 2.0, 1e-6);
+}
+
+TEST(Gae, MatchesANaiveLoopWithEpisodeEnds) {
+  auto cfg = cfg_with({"learner.algo=\"appo\"", "learner.advantages=\"gae\""});
+  auto spec = envs::env_spec(cfg);
+  auto b = mpirl::testing::random_batch(16, 6, 4, 2, 0, 21, /*extras=*/true);
+  b.trunc_value = torch::randn_like(b.rewards);
+  ASSERT_GT(b.truncated.sum().item<double>(), 0);
+  ASSERT_GT(b.terminated.sum().item<double>(), 0);
+  models::Policy pol(spec, models::model_options(cfg));
+  torch::NoGradGuard g;
+  auto out = pol->unroll(b.obs, b.is_init, torch::Tensor());
+  for (double lambda : {0.95, 1.0, 0.0}) {
+    auto o = loss_options(cfg);
+    o.gamma = 0.97;
+    o.vtrace.lambda = lambda;
+    ASSERT_TRUE(o.gae);
+    auto t = compute_targets(spec, b, out, o);
+    auto want = naive_gae(b, out.value, 0.97, lambda);
+    EXPECT_LT((t.vt.advantages.to(torch::kFloat64) - want).abs().max().item<double>(), 1e-5) << "lambda " << lambda;
+    auto vs_want = want + out.value.slice(0, 0, 16).to(torch::kFloat64);
+    EXPECT_LT((t.vt.vs.to(torch::kFloat64) - vs_want).abs().max().item<double>(), 1e-5) << "lambda " << lambda;
+  }
+  // lambda < 1 is not V-trace's advantage (which uses the one-step q_t - V(x_t) on vs_{t+1}).
+  auto o = loss_options(cfg);
+  auto vt = o;
+  vt.gae = false;
+  vt.vtrace.lambda = o.vtrace.lambda = 0.95;
+  EXPECT_GT((compute_targets(spec, b, out, o).vt.advantages - compute_targets(spec, b, out, vt).vt.advantages)
+                .abs()
+                .max()
+                .item<double>(),
+            1e-3);
+}
+
+TEST(Gae, AppoSurrogateUsesTheGaeAdvantages) {
+  auto cfg = cfg_with({"learner.algo=\"appo\"", "learner.advantages=\"gae\"", "learner.lambda=0.9"});
+  auto spec = envs::env_spec(cfg);
+  auto b = mpirl::testing::random_batch(8, 5, 4, 2, 0, 22);
+  b.trunc_value = torch::zeros_like(b.rewards);
+  models::Policy pol(spec, models::model_options(cfg));
+  torch::NoGradGuard g;
+  auto out = pol->unroll(b.obs, b.is_init, torch::Tensor());
+  auto o = loss_options(cfg);
+  auto l = appo_loss(spec, b, out, o);
+  // By hand: -mean(min(ratio adv, clip(ratio) adv)) with the naive loop's advantages.
+  auto adv = naive_gae(b, out.value, o.gamma, 0.9);
+  auto logp = models::log_prob(spec, out.dist.slice(0, 0, 8), b.actions).to(torch::kFloat64);
+  auto ratio = (logp - b.behaviour_logp.to(torch::kFloat64)).exp();
+  auto want = -torch::min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean();
+  EXPECT_NEAR(l.policy.item<double>(), want.item<double>(), 1e-5);
+}
+
+TEST(Gae, RefusedForImpala) {
+  try {
+    cfg_with({"learner.algo=\"impala\"", "learner.advantages=\"gae\""});
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("learner.advantages"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cfg_with({"learner.advantages=\"td\""}), ConfigError);
+}
