@@ -20,7 +20,7 @@ MUJOCO = {
 }
 CLASSIC = {
     "CartPole-v1": (490.04, 6.12),    # CleanRL ppo.py at 500k
-    "Acrobot-v1": (-86.36, 1.32),     # CleanRL ppo.py at 500k
+    "gym:Acrobot-v1": (-86.36, 1.32),  # CleanRL ppo.py at 500k (gymnasium's; CartPole and Pendulum are built in)
     "Pendulum-v1": None,              # CleanRL: -1141.98 +- 135.55 at 8M (ppo_continuous_action); gymnax: -130 at 1M
 }
 
@@ -36,7 +36,7 @@ for _id, _ref in MUJOCO.items():
                                else "CleanRL: no 1M figure; Sample Factory APPO: 5876 at 10M")
     SUITES.setdefault("mujoco", []).append(_name)
 for _id, _ref in CLASSIC.items():
-    _name = "classic_" + _id.split("-")[0].lower()
+    _name = "classic_" + _id.split(":")[-1].split("-")[0].lower()
     SUITE_TASKS[_name] = ("classic.toml", [f'env.id="{_id}"'], _ref[0] if _ref else None, 500_000, 1800)
     SUITE_REFERENCES[_name] = (f"CleanRL ppo.py: {_ref[0]} +- {_ref[1]} at 500k steps (3 seeds)" if _ref
                                else "CleanRL ppo_continuous_action: -1141.98 +- 135.55 at 8M; gymnax PPO: -130 at 1M")
