@@ -127,9 +127,7 @@ torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
   return h;
 }
 
-PolicyOutput PolicyImpl::heads(const torch::Tensor& h, const torch::Tensor& obs) {
-  torch::Tensor head = pi_(h);
-  if (!spec_.discrete) head = torch::cat({head, log_std_.expand_as(head)}, -1);
+torch::Tensor PolicyImpl::value_of(const torch::Tensor& h, const torch::Tensor& obs) {
   torch::Tensor vh = h;
   if (separate_critic_) {
     // The separate critic: its own MLP over the observations as the torso sees them (pixels
@@ -139,7 +137,13 @@ PolicyOutput PolicyImpl::heads(const torch::Tensor& h, const torch::Tensor& obs)
     for (auto& l : critic_) vh = relu_ ? torch::relu(l(vh)) : torch::tanh(l(vh));
   }
   // In return units (PopArt keeps the head's output normalised): exact 1 * v + 0 without it.
-  return {head, torch::addcmul(value_shift_, v_(vh).squeeze(-1), value_scale_)};
+  return torch::addcmul(value_shift_, v_(vh).squeeze(-1), value_scale_);
+}
+
+PolicyOutput PolicyImpl::heads(const torch::Tensor& h, const torch::Tensor& obs) {
+  torch::Tensor head = pi_(h);
+  if (!spec_.discrete) head = torch::cat({head, log_std_.expand_as(head)}, -1);
+  return {head, value_of(h, obs)};
 }
 
 PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
@@ -204,10 +208,10 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
 }
 
 torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Tensor& state) {
-  if (separate_critic_) return heads(torso(obs), obs).value;
+  if (separate_critic_) return value_of(torch::Tensor(), obs);  // the policy's torso is not needed
   auto h = torso(obs);
   if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, h.options())).first;
-  return torch::addcmul(value_shift_, v_(h).squeeze(-1), value_scale_);
+  return value_of(h, obs);
 }
 
 torch::Tensor obs_rows(const envs::EnvSpec& spec, void* first, int64_t rows, int64_t row_stride) {

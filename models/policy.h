@@ -99,6 +99,8 @@ class PolicyImpl : public PolicyModel {
   bool separate_critic_ = false;
   torch::Tensor torso(const torch::Tensor& obs);
   PolicyOutput heads(const torch::Tensor& h, const torch::Tensor& obs);
+  // The value in return units: from the policy's features h, or (separate critic) from obs alone.
+  torch::Tensor value_of(const torch::Tensor& h, const torch::Tensor& obs);
   std::vector<torch::nn::Linear> torso_;  // mlp encoder
   std::vector<torch::nn::Linear> critic_;  // model.critic = "separate": the value's own MLP
   ConvEncoder cnn_{nullptr};               // CNN encoders
