@@ -19,7 +19,7 @@ int envs_main() {
                                  : fmt::format("Box({}, [{}, {}])", s.action_dim, fmt::join(s.action_low, ","),
                                                fmt::join(s.action_high, ","));
     fmt::print("{:<{}}  obs {:<13} action {:<18} max_episode_steps {:<5} {}\n", id, w,
-               fmt::format("float32[{}]", fmt::join(s.obs_shape, ",")), act, s.max_episode_steps, s.description);
+               fmt::format("{}[{}]", s.obs_uint8 ? "uint8" : "float32", fmt::join(s.obs_shape, ",")), act, s.max_episode_steps, s.description);
   }
   fmt::print(
       "\nPython envs (an embedded interpreter in each actor rank; see docs/environments.md):\n"

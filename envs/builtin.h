@@ -13,8 +13,8 @@ class CartPole final : public Env {
  public:
   explicit CartPole(uint64_t seed);
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* obs) override;
-  StepResult step(const Action& a, float* obs) override;
+  void reset(void* obs) override;
+  StepResult step(const Action& a, void* obs) override;
   // Direct access to the state for tests: x, x_dot, theta, theta_dot.
   double state[4] = {0, 0, 0, 0};
   void write_obs(float* obs) const;
@@ -30,8 +30,8 @@ class Pendulum final : public Env {
  public:
   explicit Pendulum(uint64_t seed);
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* obs) override;
-  StepResult step(const Action& a, float* obs) override;
+  void reset(void* obs) override;
+  StepResult step(const Action& a, void* obs) override;
   double th = 0, thdot = 0;
   void write_obs(float* obs) const;
 
@@ -48,8 +48,8 @@ class Synthetic final : public Env {
  public:
   Synthetic(uint64_t seed, const EnvOptions& opts);
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* obs) override;
-  StepResult step(const Action& a, float* obs) override;
+  void reset(void* obs) override;
+  StepResult step(const Action& a, void* obs) override;
 
  private:
   void fill(float* obs);

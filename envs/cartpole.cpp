@@ -22,14 +22,16 @@ void CartPole::write_obs(float* obs) const {
   for (int i = 0; i < 4; ++i) obs[i] = float(state[i]);
 }
 
-void CartPole::reset(float* obs) {
+void CartPole::reset(void* out) {
+  float* obs = static_cast<float*>(out);
   std::uniform_real_distribution<double> u(-0.05, 0.05);
   for (auto& s : state) s = u(rng_);
   steps_ = 0;
   write_obs(obs);
 }
 
-StepResult CartPole::step(const Action& a, float* obs) {
+StepResult CartPole::step(const Action& a, void* out) {
+  float* obs = static_cast<float*>(out);
   double x = state[0], x_dot = state[1], theta = state[2], theta_dot = state[3];
   double force = a.index == 1 ? kForceMag : -kForceMag;
   double c = std::cos(theta), s = std::sin(theta);

@@ -45,10 +45,11 @@ class Env {
  public:
   virtual ~Env() = default;
   virtual const EnvSpec& spec() const = 0;
-  // Starts an episode and writes its first observation to obs[0 .. obs_size).
-  virtual void reset(float* obs) = 0;
+  // Starts an episode and writes its first observation to obs: obs_size() elements of float32 or,
+  // for an obs_uint8 spec, of uint8.
+  virtual void reset(void* obs) = 0;
   // Applies an action; writes the next observation (the last state of the episode when it ended).
-  virtual StepResult step(const Action& action, float* obs) = 0;
+  virtual StepResult step(const Action& action, void* obs) = 0;
 };
 
 // Parameters an env may read from the config (the Synthetic env uses them).

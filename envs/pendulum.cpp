@@ -26,14 +26,16 @@ void Pendulum::write_obs(float* obs) const {
   obs[2] = float(thdot);
 }
 
-void Pendulum::reset(float* obs) {
+void Pendulum::reset(void* out) {
+  float* obs = static_cast<float*>(out);
   th = std::uniform_real_distribution<double>(-M_PI, M_PI)(rng_);
   thdot = std::uniform_real_distribution<double>(-1.0, 1.0)(rng_);
   steps_ = 0;
   write_obs(obs);
 }
 
-StepResult Pendulum::step(const Action& a, float* obs) {
+StepResult Pendulum::step(const Action& a, void* out) {
+  float* obs = static_cast<float*>(out);
   double u = std::clamp(double(a.values[0]), -kMaxTorque, kMaxTorque);
   double cost = angle_normalize(th) * angle_normalize(th) + 0.1 * thdot * thdot + 0.001 * u * u;
   double newthdot = thdot + (3.0 * kG / (2.0 * kL) * std::sin(th) + 3.0 / (kM * kL * kL) * u) * kDt;

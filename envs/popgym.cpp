@@ -38,13 +38,15 @@ RepeatPrevious::RepeatPrevious(uint64_t seed, int decks, int k, const char* id) 
                                 decks));
 }
 
-void RepeatPrevious::reset(float* obs) {
+void RepeatPrevious::reset(void* out) {
+  float* obs = static_cast<float*>(out);
   deck_.shuffle(rng_);
   dealt_ = 1;
   one_hot(obs, 4, Deck::suit(deck_.card(0)));
 }
 
-StepResult RepeatPrevious::step(const Action& a, float* obs) {
+StepResult RepeatPrevious::step(const Action& a, void* out) {
+  float* obs = static_cast<float*>(out);
   StepResult r;
   const float scale = 1.f / float(deck_.size() - k_);
   r.truncated = deck_.size() - dealt_ == 1;
@@ -60,13 +62,15 @@ RepeatFirst::RepeatFirst(uint64_t seed, int decks, const char* id) : rng_(seed),
                     fmt::format("POPGym RepeatFirst: name the suit of the first card; {} deck(s)", decks));
 }
 
-void RepeatFirst::reset(float* obs) {
+void RepeatFirst::reset(void* out) {
+  float* obs = static_cast<float*>(out);
   deck_.shuffle(rng_);
   dealt_ = 1;
   one_hot(obs, 4, Deck::suit(deck_.card(0)));
 }
 
-StepResult RepeatFirst::step(const Action& a, float* obs) {
+StepResult RepeatFirst::step(const Action& a, void* out) {
+  float* obs = static_cast<float*>(out);
   StepResult r;
   const float scale = 1.f / float(deck_.size() - 1);
   r.reward = a.index == Deck::suit(deck_.card(0)) ? scale : -scale;
@@ -102,7 +106,8 @@ void CountRecall::write_obs(float* obs) const {
   one_hot(obs + distinct_, distinct_, query_);
 }
 
-void CountRecall::reset(float* obs) {
+void CountRecall::reset(void* out) {
+  float* obs = static_cast<float*>(out);
   values_.shuffle(rng_);
   queries_.shuffle(rng_);
   std::fill(counts_.begin(), counts_.end(), 0);
@@ -113,7 +118,8 @@ void CountRecall::reset(float* obs) {
   write_obs(obs);
 }
 
-StepResult CountRecall::step(const Action& a, float* obs) {
+StepResult CountRecall::step(const Action& a, void* out) {
+  float* obs = static_cast<float*>(out);
   StepResult r;
   const int prev_count = counts_[size_t(query_)];
   value_ = value_of(values_.card(dealt_));
@@ -137,14 +143,16 @@ StatelessCartPole::StatelessCartPole(uint64_t seed, int max_steps, const char* i
   spec_.description = fmt::format("POPGym StatelessCartPole: CartPole seeing only x and theta; {} steps", max_steps);
 }
 
-void StatelessCartPole::reset(float* obs) {
+void StatelessCartPole::reset(void* out) {
+  float* obs = static_cast<float*>(out);
   cp_.reset(full_);
   steps_ = 0;
   obs[0] = full_[0];
   obs[1] = full_[2];
 }
 
-StepResult StatelessCartPole::step(const Action& a, float* obs) {
+StepResult StatelessCartPole::step(const Action& a, void* out) {
+  float* obs = static_cast<float*>(out);
   auto inner = cp_.step(a, full_);  // its own 500-step limit is ignored: ours may be longer
   ++steps_;
   obs[0] = full_[0];

@@ -38,8 +38,8 @@ class RepeatPrevious final : public Env {
  public:
   RepeatPrevious(uint64_t seed, int decks, int k, const char* id);
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* obs) override;
-  StepResult step(const Action& a, float* obs) override;
+  void reset(void* obs) override;
+  StepResult step(const Action& a, void* obs) override;
   int card(int i) const { return deck_.card(i); }  // for tests
 
  private:
@@ -53,8 +53,8 @@ class RepeatFirst final : public Env {
  public:
   RepeatFirst(uint64_t seed, int decks, const char* id);
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* obs) override;
-  StepResult step(const Action& a, float* obs) override;
+  void reset(void* obs) override;
+  StepResult step(const Action& a, void* obs) override;
 
  private:
   EnvSpec spec_;
@@ -68,8 +68,8 @@ class CountRecall final : public Env {
   enum class By { Color, Suit, Rank };
   CountRecall(uint64_t seed, int decks, By by, const char* id);
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* obs) override;
-  StepResult step(const Action& a, float* obs) override;
+  void reset(void* obs) override;
+  StepResult step(const Action& a, void* obs) override;
   int distinct() const { return distinct_; }
 
  private:
@@ -87,8 +87,8 @@ class StatelessCartPole final : public Env {
  public:
   StatelessCartPole(uint64_t seed, int max_steps, const char* id);
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* obs) override;
-  StepResult step(const Action& a, float* obs) override;
+  void reset(void* obs) override;
+  StepResult step(const Action& a, void* obs) override;
   const CartPole& inner() const { return cp_; }
 
  private:

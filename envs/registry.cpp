@@ -5,6 +5,7 @@
 #include <map>
 
 #include "envs/builtin.h"
+#include "envs/minatar.h"
 #include "envs/popgym.h"
 #include "envs/python/py_vector_env.h"
 #include "core/error.h"
@@ -37,6 +38,8 @@ const std::map<std::string, Factory>& registry() {
         {"Synthetic", [](uint64_t s, const EnvOptions& o) { return std::make_unique<Synthetic>(s, o); }},
     };
     add_popgym(m);
+    for (const std::string& g : minatar::game_names())
+      m[minatar_id(g)] = [g](uint64_t s, const EnvOptions&) { return std::make_unique<MinAtarEnv>(g, s); };
     return m;
   }();
   return r;

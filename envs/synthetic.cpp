@@ -24,12 +24,14 @@ void Synthetic::fill(float* obs) {
   target_ = std::max_element(obs, obs + k) - obs;
 }
 
-void Synthetic::reset(float* obs) {
+void Synthetic::reset(void* out) {
+  float* obs = static_cast<float*>(out);
   steps_ = 0;
   fill(obs);
 }
 
-StepResult Synthetic::step(const Action& a, float* obs) {
+StepResult Synthetic::step(const Action& a, void* out) {
+  float* obs = static_cast<float*>(out);
   if (opts_.step_cost_us > 0) {
     auto cost = std::chrono::nanoseconds(int64_t(opts_.step_cost_us * 1000.0));
     if (opts_.cost_sleep) {

@@ -50,14 +50,14 @@ BuiltinVectorEnv::BuiltinVectorEnv(const std::string& id, int num_envs, uint64_t
 
 BuiltinVectorEnv::BuiltinVectorEnv(std::vector<std::unique_ptr<Env>> envs) : envs_(std::move(envs)) {
   MPIRL_CHECK(!envs_.empty(), "a VectorEnv needs at least one env");
-  MPIRL_CHECK(!spec().obs_uint8, "built-in envs have float32 observations");
   init_bookkeeping(int(envs_.size()), spec());
 }
 
 void BuiltinVectorEnv::reset(void* obs_out, int64_t obs_stride, uint8_t* is_init, int64_t is_init_stride) {
-  float* obs = static_cast<float*>(obs_out);
+  auto* obs = static_cast<uint8_t*>(obs_out);
+  const int64_t row = obs_stride * spec().obs_elem_bytes();
   for (int e = 0; e < size(); ++e) {
-    envs_[size_t(e)]->reset(obs + e * obs_stride);
+    envs_[size_t(e)]->reset(obs + e * row);
     is_init[e * is_init_stride] = 1;
     start_episode(e);
   }
@@ -75,10 +75,11 @@ void BuiltinVectorEnv::step(const int64_t* discrete, const float* box, const Ste
     } else {
       a.values = box + e * A;
     }
-    float* o = static_cast<float*>(out.obs) + e * out.obs_stride;
+    void* o = static_cast<uint8_t*>(out.obs) + e * out.obs_stride * sp.obs_elem_bytes();
     StepResult r = env.step(a, o);
     bool finite = std::isfinite(r.reward);
-    for (int64_t i = 0; i < D && finite; ++i) finite = std::isfinite(o[i]);
+    const float* of = sp.obs_uint8 ? nullptr : static_cast<const float*>(o);  // bytes are always finite
+    for (int64_t i = 0; of && i < D && finite; ++i) finite = std::isfinite(of[i]);
     if (!finite)
       throw Error(fmt::format("env '{}' (env index {}) returned a non-finite {} at episode step {}", sp.id, e,
                               std::isfinite(r.reward) ? "observation" : "reward", episode_step(e) + 1));

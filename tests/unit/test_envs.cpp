@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "envs/builtin.h"
@@ -124,9 +125,9 @@ class NanEnv final : public Env {
  public:
   NanEnv() { spec_.id = "Nan", spec_.obs_shape = {1}, spec_.num_actions = 2; }
   const EnvSpec& spec() const override { return spec_; }
-  void reset(float* o) override { o[0] = 0; }
-  StepResult step(const Action&, float* o) override {
-    o[0] = std::nanf("");
+  void reset(void* o) override { static_cast<float*>(o)[0] = 0; }
+  StepResult step(const Action&, void* o) override {
+    static_cast<float*>(o)[0] = std::nanf("");
     return {};
   }
   EnvSpec spec_;
@@ -150,4 +151,55 @@ TEST(VectorEnv, NonFiniteObservationIsAnErrorNamingTheEnv) {
     EXPECT_NE(m.find("'Nan'"), std::string::npos) << m;
     EXPECT_NE(m.find("non-finite observation"), std::string::npos) << m;
   }
+}
+
+// The MinAtar ports as built-in vector envs: uint8 rows at a caller's stride, 0/255 pixels, the
+// reset layout of Breakout worked out by hand from the game's rules (tests/envs/minatar_parity.py
+// compares every step with the package), and terminal steps' last images kept as final_obs_bytes.
+TEST(VectorEnv, MinAtarBreakoutWritesUint8RowsAtTheStride) {
+  const int E = 3;
+  BuiltinVectorEnv v("Breakout-MinAtar", E, 7);
+  const EnvSpec& sp = v.spec();
+  ASSERT_TRUE(sp.obs_uint8);
+  ASSERT_EQ(sp.obs_size(), 400);
+  ASSERT_EQ(sp.num_actions, 3);
+  const int64_t stride = 401;  // one spare byte per row, which nothing may write
+  std::vector<uint8_t> obs(size_t(E * stride), 7);
+  uint8_t init[E], term[E], trunc[E];
+  float rew[E];
+  v.reset(obs.data(), stride, init, 1);
+  auto at = [&](int e, int c, int y, int x) { return obs[size_t(e * stride + (c * 10 + y) * 10 + x)]; };
+  for (int e = 0; e < E; ++e) {
+    EXPECT_EQ(obs[size_t(e * stride + 400)], 7) << "wrote past the row";
+    int on = 0;
+    for (int i = 0; i < 400; ++i) {
+      uint8_t b = obs[size_t(e * stride + i)];
+      EXPECT_TRUE(b == 0 || b == 255);
+      on += b == 255;
+    }
+    EXPECT_EQ(on, 1 + 1 + 1 + 30);                    // paddle, ball, trail, 3 rows of 10 bricks
+    EXPECT_EQ(at(e, 0, 9, 4), 255);                   // the paddle starts at x = 4 on the bottom row
+    EXPECT_TRUE(at(e, 1, 3, 0) == 255 || at(e, 1, 3, 9) == 255);  // the ball at y = 3 on either side
+    for (int x = 0; x < 10; ++x) EXPECT_EQ(at(e, 3, 1, x) & at(e, 3, 2, x) & at(e, 3, 3, x), 255);
+  }
+  // Play noop until every env has ended an episode (the ball misses a still paddle within a few
+  // dozen steps); each ended episode's last image shows the ball on the bottom row, not the reset.
+  std::vector<int> ended(E, 0);
+  int64_t a[E] = {0, 0, 0};
+  for (int t = 0; t < 1000 && std::count(ended.begin(), ended.end(), 0) > 0; ++t) {
+    v.step(a, nullptr, {obs.data(), stride, init, 1, rew, term, trunc, 1});
+    for (int e = 0; e < E; ++e) {
+      EXPECT_EQ(trunc[e], 0);
+      if (!term[e]) continue;
+      ++ended[size_t(e)];
+      const uint8_t* last = v.final_obs_bytes(e);
+      int ball_row = -1;
+      for (int i = 0; i < 100; ++i)
+        if (last[100 + i]) ball_row = i / 10;
+      EXPECT_EQ(ball_row, 9);
+      EXPECT_EQ(init[e], 1);
+      EXPECT_EQ(at(e, 0, 9, 4), 255);
+    }
+  }
+  for (int e = 0; e < E; ++e) EXPECT_GT(ended[size_t(e)], 0);
 }
