@@ -8,6 +8,8 @@ metrics.jsonl and summary.json. It writes, into --out:
   results.md     the per-seed table, the medians per task, the machine, the exact commands, and
                  published reference figures with their sources
   curves.png     return vs env steps and vs wall time, one panel pair per task
+  curves/        TASK-sSEED.csv per run: env_steps, time_s, mean_return (100 episodes) from its
+                 metrics rows, small enough to commit (bench/results/suites/, bench/results_page.py)
 With --hold the runs do not stop at the threshold but go on to their budget, and the tables add
 the lowest 100-episode mean after the threshold was first reached: whether a result holds (IMPALA's
 clipped policy gradient let CartPole collapse to a return of 9 after solving it).
@@ -150,10 +152,16 @@ def run_one(args, task, seed):
            "wall_time_s": s["wall_time_s"], "sps": s["sps"], "policy_lag_mean": statistics.median(lags) if lags else None,
            "lowest_after_threshold": lowest_after(rows, threshold), "hold": 1 if args.hold else 0,
            "stop_reason": s["stop_reason"], "command": " ".join(shlex.quote(c) for c in cmd),
-           "run_dir": run_dir, "launcher_s": time.time() - t0}
+           "run_dir": run_dir, "launcher_s": time.time() - t0, "machine": machine()}
     print(f"  {task} seed {seed}: {res['stop_reason']}, return {res['final_mean_return']}, "
           f"threshold at {steps} steps / {secs} s, {res['sps']:.0f} SPS, lag {res['policy_lag_mean']}", flush=True)
     return res
+
+
+# The columns of results.csv (bench/suite_import.py and bench/results_page.py read them too).
+RESULT_KEYS = ["task", "seed", "threshold", "steps_to_threshold", "time_to_threshold_s", "final_mean_return",
+               "env_steps", "wall_time_s", "sps", "policy_lag_mean", "lowest_after_threshold", "hold", "stop_reason",
+               "error", "machine", "command"]
 
 
 def fmt(v, f="{:.0f}"):
@@ -176,11 +184,9 @@ def machine():
 
 
 def write_outputs(args, results):
-    keys = ["task", "seed", "threshold", "steps_to_threshold", "time_to_threshold_s", "final_mean_return",
-            "env_steps", "wall_time_s", "sps", "policy_lag_mean", "lowest_after_threshold", "hold", "stop_reason",
-            "error", "command"]
+    write_curves(args.out, results)
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=RESULT_KEYS, extrasaction="ignore")
         w.writeheader()
         for r in results:
             w.writerow(r)
@@ -222,6 +228,20 @@ def write_outputs(args, results):
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines[:]))
     plot(args, results)
+
+
+def write_curves(out, results):
+    """OUT/curves/TASK-sSEED.csv for each run whose metrics are there (kept where they are not)."""
+    os.makedirs(os.path.join(out, "curves"), exist_ok=True)
+    for r in results:
+        rows = [x for x in read_rows(r.get("run_dir", "")) if x.get("mean_return") is not None]
+        if not rows:
+            continue
+        with open(os.path.join(out, "curves", f"{r['task']}-s{r['seed']}.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["env_steps", "time_s", "mean_return"])
+            for x in rows:
+                w.writerow([x["env_steps"], round(x.get("time_s", 0), 2), round(x["mean_return"], 3)])
 
 
 def plot(args, results):

@@ -55,6 +55,10 @@ def case_site(args):
     lr = str(defaults["learner"]["lr"])
     check(re.search(r"learner\.lr\s*0\.0005", text) is not None and lr == "0.0005",
           "configuration page shows learner.lr with its default 0.0005")
+    p = subprocess.run([sys.executable, os.path.join(args.repo, "bench", "results_page.py"), "--check"],
+                       capture_output=True, text=True)
+    sys.stdout.write(p.stdout + p.stderr)
+    check(p.returncode == 0, "docs/results.md is what bench/results_page.py writes from bench/results/suites/")
 
 
 SOURCE_EXT = (".cpp", ".h", ".inc", ".cu", ".cuh", ".py", ".sh", ".sbatch", ".toml", ".cmake",
