@@ -81,10 +81,26 @@ def main():
     ax1.set_ylabel("episode return")
     ax1.grid(alpha=0.3)
     ax1.legend(loc="lower right", fontsize=8)
+    timed = [r for r in curve if r.get("time_s") is not None]
+    if len(timed) > 2:
+        # env SPS at the curve's env-step cadence (a short run has one or two metrics rows): steps
+        # over seconds across a window of k curve points, k about 1/50 of the run.
+        k = max(1, len(timed) // 50)
+        xs, ys = [], []
+        for i in range(k, len(timed)):
+            dt = timed[i]["time_s"] - timed[i - k]["time_s"]
+            if dt > 0:
+                xs.append(timed[i]["env_steps"])
+                ys.append((timed[i]["env_steps"] - timed[i - k]["env_steps"]) / dt)
+        span = timed[k]["env_steps"] - timed[0]["env_steps"]
+        ax2.plot(xs, ys, "-", color="tab:blue", label=f"env SPS (over {span:,} env steps)")
+    elif metrics:
+        ax2.plot([r["env_steps"] for r in metrics], [value(r, "sps") for r in metrics], ".-", color="tab:blue",
+                 label="env SPS")
     if metrics:
-        ms = [r["env_steps"] for r in metrics]
-        ax2.plot(ms, [value(r, "sps") for r in metrics], ".-", label="env SPS")
-        ax2.plot(ms, [value(r, "learner_samples_per_s") for r in metrics], ".-", label="learner samples/s")
+        ax2.plot([r["env_steps"] for r in metrics], [value(r, "learner_samples_per_s") for r in metrics], "o",
+                 color="tab:orange", ms=4, label="learner samples/s (metrics rows)")
+    if metrics or len(timed) > 2:
         ax2.legend(fontsize=8)
     ax2.set_ylabel("per second")
     ax2.set_ylim(bottom=0)
