@@ -306,15 +306,18 @@ def main():
     write_outputs(args, results)
 
 
+def num(v):
+    """A results.csv field as int, float or None (empty)."""
+    if v in ("", None):
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        return float(v)
+
+
 def read_results(out):
     """The results of an earlier invocation, from OUT/results.csv (empty fields are None)."""
-    def num(v):
-        if v in ("", None):
-            return None
-        try:
-            return int(v)
-        except ValueError:
-            return float(v)
     results = []
     with open(os.path.join(out, "results.csv")) as f:
         for r in csv.DictReader(f):

@@ -16,6 +16,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from learning import num  # noqa: E402
 from suites import SUITE_REFERENCE_WALL_S, SUITE_REFERENCES, SUITE_TASKS, SUITES  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,15 +24,6 @@ RESULTS = os.path.join(ROOT, "bench", "results", "suites")
 PAGE = os.path.join(ROOT, "docs", "results.md")
 TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar", "memory": "Memory (POPGym)"}
 TUNING = (1, 2, 3)
-
-
-def num(v):
-    if v in ("", None):
-        return None
-    try:
-        return int(v)
-    except ValueError:
-        return float(v)
 
 
 def read(suite):

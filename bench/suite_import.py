@@ -27,7 +27,10 @@ def main():
     ap.add_argument("--command", required=True)
     args = ap.parse_args()
     threshold = learning.TASKS[args.task][2]
-    s = json.load(open(os.path.join(args.run, "summary.json")))
+    try:
+        s = json.load(open(os.path.join(args.run, "summary.json")))
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"suite_import: --run {args.run}: no readable summary.json ({e}); nothing written")
     rows = learning.read_rows(args.run)
     steps, secs = learning.first_at(rows, threshold)
     lags = [r["policy_lag_mean"] for r in rows if r.get("policy_lag_mean") is not None]

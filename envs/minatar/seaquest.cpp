@@ -142,20 +142,14 @@ class Seaquest final : public Game {
       Obj& bullet = pool_[size_t(b)];
       step_x(bullet);
       if (off(bullet)) return f_bullets_.remove(b);
-      for (size_t i = 0; i < e_fish_.ids.size(); ++i)
-        if (same_cell(pool_[size_t(b)], e_fish_.at(i))) {
-          e_fish_.remove(e_fish_.ids[i]);
-          f_bullets_.remove(b);
-          ++r;
-          return;
-        }
-      for (size_t i = 0; i < e_subs_.ids.size(); ++i)
-        if (same_cell(pool_[size_t(b)], e_subs_.at(i))) {
-          e_subs_.remove(e_subs_.ids[i]);
-          f_bullets_.remove(b);
-          ++r;
-          return;
-        }
+      for (PyList* targets : {&e_fish_, &e_subs_})  // fish first: a bullet takes one target
+        for (size_t i = 0; i < targets->ids.size(); ++i)
+          if (same_cell(pool_[size_t(b)], targets->at(i))) {
+            targets->remove(targets->ids[i]);
+            f_bullets_.remove(b);
+            ++r;
+            return;
+          }
     });
   }
 
