@@ -52,11 +52,13 @@ class Env {
   virtual StepResult step(const Action& action, void* obs) = 0;
 };
 
-// Parameters an env may read from the config (the Synthetic env uses them).
+// Parameters an env may read from the config (the Synthetic env uses the numbers; the MinAtar
+// ports read env.kwargs, a JSON object, see envs/minatar.h; other built-ins take none).
 struct EnvOptions {
   int obs_dim = 64, num_actions = 4, episode_length = 200;
   double step_cost_us = 0;
   bool cost_sleep = false;
+  std::string kwargs;  // env.kwargs as written ("" = none)
 };
 
 }  // namespace mpirl::envs

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "envs/minatar/games.h"
@@ -33,17 +34,50 @@ std::string minatar_id(const std::string& game) {
   return id + "-MinAtar";
 }
 
-MinAtarEnv::MinAtarEnv(const std::string& game, uint64_t seed, double sticky, minatar::Rng* draws)
-    : game_(minatar::make_game(game)), own_(seed), rng_(draws ? draws : &own_), sticky_(sticky) {
+MinAtarOptions minatar_options(const std::string& kwargs_json) {
+  MinAtarOptions o;
+  if (kwargs_json.find_first_not_of(" \t\n") == std::string::npos) return o;
+  const auto bad = [&](const std::string& why) {
+    return ConfigError(fmt::format("config key 'env.kwargs' = '{}': {}", kwargs_json, why));
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(kwargs_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(fmt::format("not JSON ({})", e.what()));
+  }
+  if (!j.is_object()) throw bad("expected a JSON object");
+  for (const auto& [k, v] : j.items()) {
+    if (k == "sticky_action_prob" && v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1)
+      o.sticky_action_prob = v.get<double>();
+    else if (k == "difficulty_ramping" && v.is_boolean())
+      o.difficulty_ramping = v.get<bool>();
+    else if (k == "max_episode_steps" && v.is_number_integer() && v.get<int64_t>() >= 0)
+      o.max_episode_steps = v.get<int64_t>();
+    else if (k == "sticky_action_prob" || k == "difficulty_ramping" || k == "max_episode_steps")
+      throw bad(fmt::format("\"{}\" = {}: expected {}", k, v.dump(),
+                            k == "sticky_action_prob"   ? "a number in [0, 1]"
+                            : k == "difficulty_ramping" ? "true or false"
+                                                        : "an integer >= 0 (0 = no cap)"));
+    else
+      throw bad(fmt::format("unknown key \"{}\" for a MinAtar env (expected sticky_action_prob, "
+                            "difficulty_ramping, max_episode_steps)", k));
+  }
+  return o;
+}
+
+MinAtarEnv::MinAtarEnv(const std::string& game, uint64_t seed, const MinAtarOptions& opts, minatar::Rng* draws)
+    : game_(minatar::make_game(game, opts.difficulty_ramping)), own_(seed), rng_(draws ? draws : &own_), opts_(opts) {
   actions_ = game_->minimal_actions();
   spec_.id = minatar_id(game);
   spec_.obs_shape = {game_->channels(), 10, 10};
   spec_.obs_uint8 = true;
   spec_.discrete = true;
   spec_.num_actions = int64_t(actions_.size());
-  spec_.max_episode_steps = 0;
+  spec_.max_episode_steps = opts.max_episode_steps;
   spec_.description = fmt::format("MinAtar {} (C++ port of the minatar package): [{}, 10, 10] images of 0/255, "
-                                  "{} actions, sticky actions {}", game, game_->channels(), actions_.size(), sticky);
+                                  "{} actions, sticky actions {}{}", game, game_->channels(), actions_.size(),
+                                  opts.sticky_action_prob, opts.difficulty_ramping ? "" : ", no difficulty ramping");
 }
 
 void MinAtarEnv::write(void* obs) const {
@@ -56,18 +90,20 @@ void MinAtarEnv::write(void* obs) const {
 
 void MinAtarEnv::reset(void* obs) {
   game_->reset(*rng_);
+  steps_ = 0;
   write(obs);
 }
 
 StepResult MinAtarEnv::step(const Action& a, void* obs) {
   int code = actions_[size_t(a.index)];
-  if (rng_->rand() < sticky_) code = last_action_;
+  if (rng_->rand() < opts_.sticky_action_prob) code = last_action_;
   last_action_ = code;
   const minatar::Outcome o = game_->act(code, *rng_);
   write(obs);
   StepResult r;
   r.reward = float(o.reward);
   r.terminated = o.terminal;
+  r.truncated = !o.terminal && opts_.max_episode_steps > 0 && ++steps_ >= opts_.max_episode_steps;
   return r;
 }
 

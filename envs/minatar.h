@@ -62,13 +62,25 @@ const std::vector<std::string>& game_names();
 
 }  // namespace minatar
 
+// The settings, as the package's Environment(sticky_action_prob=, difficulty_ramping=) names
+// them, and gymnax's episode cap: env.kwargs = '{"sticky_action_prob": 0.0, "max_episode_steps":
+// 1000}' is gymnax's set-up (its PPO baselines), the defaults are the package's (the MinAtar paper).
+struct MinAtarOptions {
+  double sticky_action_prob = 0.1;
+  bool difficulty_ramping = true;
+  int64_t max_episode_steps = 0;  // 0 = no cap; N = truncated after N steps (bootstrapped)
+};
+// Parses env.kwargs (a JSON object, "" = defaults); throws ConfigError naming env.kwargs and the
+// key for an unknown key, a wrong type or an out-of-range value.
+MinAtarOptions minatar_options(const std::string& kwargs_json);
+
 // A MinAtar game as an Env: the package's Environment wrapper (a sticky action repeats the last
-// full action code with probability sticky, drawn before each act, and the last action carries
+// full action code with probability sticky_action_prob, drawn before each act, and the last action carries
 // over episodes, as there). With `draws` set, every random number comes from it (the parity test);
 // otherwise from a generator seeded with `seed`.
 class MinAtarEnv final : public Env {
  public:
-  MinAtarEnv(const std::string& game, uint64_t seed, double sticky = 0.1, minatar::Rng* draws = nullptr);
+  MinAtarEnv(const std::string& game, uint64_t seed, const MinAtarOptions& opts = {}, minatar::Rng* draws = nullptr);
   const EnvSpec& spec() const override { return spec_; }
   void reset(void* obs) override;
   StepResult step(const Action& a, void* obs) override;
@@ -80,7 +92,8 @@ class MinAtarEnv final : public Env {
   minatar::SeededRng own_;
   minatar::Rng* rng_;
   std::vector<int> actions_;
-  double sticky_;
+  MinAtarOptions opts_;
+  int64_t steps_ = 0;
   int last_action_ = minatar::kNoop;
 };
 

@@ -39,7 +39,9 @@ const std::map<std::string, Factory>& registry() {
     };
     add_popgym(m);
     for (const std::string& g : minatar::game_names())
-      m[minatar_id(g)] = [g](uint64_t s, const EnvOptions&) { return std::make_unique<MinAtarEnv>(g, s); };
+      m[minatar_id(g)] = [g](uint64_t s, const EnvOptions& o) {
+        return std::make_unique<MinAtarEnv>(g, s, minatar_options(o.kwargs));
+      };
     return m;
   }();
   return r;
@@ -54,6 +56,10 @@ std::unique_ptr<Env> make_env(const std::string& id, uint64_t seed, const EnvOpt
   if (it == registry().end())
     throw ConfigError(fmt::format("config key 'env.id' = \"{}\": expected one of \"{}\", or a Python env "
                                   "gym:<id>, py:<module>:<factory>, ale:<game>, envpool:<task> or minatar:<game>", id, fmt::join(env_ids(), "\", \"")));
+  const bool takes_kwargs = it->first.find("-MinAtar") != std::string::npos;
+  if (!takes_kwargs && !opts.kwargs.empty() && opts.kwargs.find_first_not_of(" \t\n{}") != std::string::npos)
+    throw ConfigError(fmt::format("config key 'env.kwargs' = '{}': the built-in env \"{}\" takes no keyword "
+                                  "arguments (the MinAtar ports and Python envs do)", opts.kwargs, id));
   return it->second(seed, opts);
 }
 
@@ -70,6 +76,7 @@ EnvOptions env_options(const Config& cfg) {
   o.episode_length = cfg.env.episode_length;
   o.step_cost_us = cfg.env.step_cost_us;
   o.cost_sleep = cfg.env.cost_mode == "sleep";
+  o.kwargs = cfg.env.kwargs;
   return o;
 }
 

@@ -99,7 +99,7 @@ int replay() {
     in >> kind;
     if (kind == "game") {
       in >> game;
-      env = std::make_unique<MinAtarEnv>(game, 0, 0.1, &rng);
+      env = std::make_unique<MinAtarEnv>(game, 0, MinAtarOptions{}, &rng);
       obs.assign(size_t(env->spec().obs_size()), 0);
     } else if (kind == "d") {
       Draw d{};

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "envs/builtin.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
@@ -202,4 +204,57 @@ TEST(VectorEnv, MinAtarBreakoutWritesUint8RowsAtTheStride) {
     }
   }
   for (int e = 0; e < E; ++e) EXPECT_GT(ended[size_t(e)], 0);
+}
+
+// env.kwargs for the MinAtar ports: the sticky probability decides whether "right" moves Breakout's
+// paddle (always at 0, never at 1: the repeated action is the initial noop), max_episode_steps
+// truncates Freeway (whose own timer ends it at 2500) at exactly the cap, and bad kwargs name the
+// key. A built-in env that takes no kwargs refuses them rather than ignoring them.
+TEST(MinAtar, KwargsSetStickyActionsAndTheEpisodeCap) {
+  const auto paddle_x = [](double sticky) {
+    EnvOptions o;
+    o.kwargs = fmt::format("{{\"sticky_action_prob\": {}}}", sticky);
+    auto env = make_env("Breakout-MinAtar", 3, o);
+    std::vector<uint8_t> obs(400);
+    env->reset(obs.data());
+    for (int t = 0; t < 3; ++t) env->step({2, nullptr}, obs.data());  // minimal set n, l, r: index 2 = right
+    for (int x = 0; x < 10; ++x)
+      if (obs[size_t(90 + x)]) return x;
+    return -1;
+  };
+  EXPECT_EQ(paddle_x(0.0), 7);
+  EXPECT_EQ(paddle_x(1.0), 4);
+
+  EnvOptions capped;
+  capped.kwargs = R"({"sticky_action_prob": 0.0, "max_episode_steps": 5})";
+  auto fw = make_env("Freeway-MinAtar", 1, capped);
+  EXPECT_EQ(fw->spec().max_episode_steps, 5);
+  std::vector<uint8_t> obs(size_t(fw->spec().obs_size()));
+  for (int episode = 0; episode < 2; ++episode) {
+    fw->reset(obs.data());
+    for (int t = 1; t <= 5; ++t) {
+      StepResult r = fw->step({0, nullptr}, obs.data());
+      EXPECT_FALSE(r.terminated);
+      EXPECT_EQ(r.truncated, t == 5) << "step " << t;
+    }
+  }
+  EXPECT_EQ(make_env("Freeway-MinAtar", 1)->spec().max_episode_steps, 0);
+
+  const auto error_of = [](const std::string& id, const std::string& kw) -> std::string {
+    EnvOptions o;
+    o.kwargs = kw;
+    try {
+      make_env(id, 1, o);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error_of("Breakout-MinAtar", R"({"sticky": 0})").find("unknown key \"sticky\""), std::string::npos);
+  EXPECT_NE(error_of("Breakout-MinAtar", R"({"sticky_action_prob": 2})").find("[0, 1]"), std::string::npos);
+  EXPECT_NE(error_of("Breakout-MinAtar", R"({"max_episode_steps": 1.5})").find("max_episode_steps"), std::string::npos);
+  EXPECT_NE(error_of("Breakout-MinAtar", "[1]").find("JSON object"), std::string::npos);
+  EXPECT_NE(error_of("Breakout-MinAtar", "{").find("not JSON"), std::string::npos);
+  EXPECT_NE(error_of("CartPole-v1", R"({"x": 1})").find("takes no keyword"), std::string::npos);
+  EXPECT_EQ(error_of("CartPole-v1", "{}"), "no error");
 }
