@@ -34,8 +34,8 @@ int envs_main() {
       "  minatar:<game>         MinAtar, e.g. minatar:breakout (uint8 [C, 10, 10] of 0/255, minimal actions)\n"
       "  env.kwargs = '{{...}}'   a JSON object of extra keyword arguments for any of them, and for the\n"
       "                         built-in <Game>-MinAtar ports: sticky_action_prob (0.1), difficulty_ramping\n"
-      "                         (true), max_episode_steps (0 = none); gymnax's set-up is\n"
-      "                         '{{\"sticky_action_prob\": 0.0, \"max_episode_steps\": 1000}}'\n"
+      "                         (true), max_episode_steps (0 = none), and preset \"gymnax\" (no sticky\n"
+      "                         actions, gymnax's cap per game: 1000, Freeway 2500)\n"
       "  Spaces: observations a float32/float64 Box [D] or [C, H, W], or a uint8 Box [C, H, W] / [H, W]\n"
       "  (pixels stay uint8 up to the learner's device); actions Discrete(n) or a flat float Box.\n"
       "  model.encoder = \"auto\" picks nature_cnn for images of at least 36x36, impala_cnn for smaller ones.\n");

@@ -25,7 +25,7 @@ CLASSIC = {
 }
 
 # MinAtar (mpirl's C++ ports, envs/minatar.h) under gymnax's set-up (configs/minatar.toml: no sticky
-# actions, episodes cut at 1,000 steps) against gymnax's PPO checkpoints at 10M steps (gymnax's
+# actions, episodes cut at 1,000 steps, Freeway's at 2,500) against gymnax's PPO checkpoints at 10M steps (gymnax's
 # README table, as the issue reads it: evaluation returns of one trained agent). The budget is 5M
 # steps, half the reference's: 5 games x 3 seeds at 10M is more than 3 hours of this 2-core
 # machine. Seaquest has no gymnax figure; its reference is the MinAtar paper's AC(lambda) at 5M
@@ -60,7 +60,7 @@ for _id, _ref in CLASSIC.items():
 for _id, _ref in MINATAR.items():
     _name = "minatar_" + _id.split("-")[0].lower()
     SUITE_TASKS[_name] = ("minatar.toml", [f'env.id="{_id}"'], _ref, 5_000_000, 1800)
-    SUITE_REFERENCES[_name] = (f"gymnax PPO checkpoint: {_ref} at 10M steps (no sticky actions, 1,000-step cap)" if _ref
+    SUITE_REFERENCES[_name] = (f"gymnax PPO checkpoint: {_ref} at 10M steps (gymnax's settings, as here)" if _ref
                                else "gymnax: no figure; MinAtar paper AC(lambda) about 15.5 at 5M with sticky actions")
     SUITES.setdefault("minatar", []).append(_name)
 SUITE_TASKS["minatar_seaquest_sticky"] = ("minatar.toml", ['env.id="Seaquest-MinAtar"', "env.kwargs='{}'"], 15.5,

@@ -34,7 +34,7 @@ std::string minatar_id(const std::string& game) {
   return id + "-MinAtar";
 }
 
-MinAtarOptions minatar_options(const std::string& kwargs_json) {
+MinAtarOptions minatar_options(const std::string& game, const std::string& kwargs_json) {
   MinAtarOptions o;
   if (kwargs_json.find_first_not_of(" \t\n") == std::string::npos) return o;
   const auto bad = [&](const std::string& why) {
@@ -47,8 +47,15 @@ MinAtarOptions minatar_options(const std::string& kwargs_json) {
     throw bad(fmt::format("not JSON ({})", e.what()));
   }
   if (!j.is_object()) throw bad("expected a JSON object");
+  if (j.contains("preset")) {
+    if (j["preset"] != "gymnax") throw bad(fmt::format("\"preset\" = {}: expected \"gymnax\"", j["preset"].dump()));
+    o.sticky_action_prob = 0.0;
+    o.max_episode_steps = game == "freeway" ? 2500 : 1000;  // gymnax's EnvParams.max_steps_in_episode
+  }
   for (const auto& [k, v] : j.items()) {
-    if (k == "sticky_action_prob" && v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1)
+    if (k == "preset")
+      continue;
+    else if (k == "sticky_action_prob" && v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1)
       o.sticky_action_prob = v.get<double>();
     else if (k == "difficulty_ramping" && v.is_boolean())
       o.difficulty_ramping = v.get<bool>();
@@ -60,7 +67,7 @@ MinAtarOptions minatar_options(const std::string& kwargs_json) {
                             : k == "difficulty_ramping" ? "true or false"
                                                         : "an integer >= 0 (0 = no cap)"));
     else
-      throw bad(fmt::format("unknown key \"{}\" for a MinAtar env (expected sticky_action_prob, "
+      throw bad(fmt::format("unknown key \"{}\" for a MinAtar env (expected preset, sticky_action_prob, "
                             "difficulty_ramping, max_episode_steps)", k));
   }
   return o;

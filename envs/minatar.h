@@ -63,16 +63,18 @@ const std::vector<std::string>& game_names();
 }  // namespace minatar
 
 // The settings, as the package's Environment(sticky_action_prob=, difficulty_ramping=) names
-// them, and gymnax's episode cap: env.kwargs = '{"sticky_action_prob": 0.0, "max_episode_steps":
-// 1000}' is gymnax's set-up (its PPO baselines), the defaults are the package's (the MinAtar paper).
+// them, and an episode cap. The defaults are the package's (the MinAtar paper's). env.kwargs =
+// '{"preset": "gymnax"}' is gymnax's set-up, which its PPO baselines used: no sticky actions and
+// gymnax's max_steps_in_episode per game (Freeway 2500, its own timer; the others 1000). Keys
+// given beside a preset override it.
 struct MinAtarOptions {
   double sticky_action_prob = 0.1;
   bool difficulty_ramping = true;
   int64_t max_episode_steps = 0;  // 0 = no cap; N = truncated after N steps (bootstrapped)
 };
-// Parses env.kwargs (a JSON object, "" = defaults); throws ConfigError naming env.kwargs and the
-// key for an unknown key, a wrong type or an out-of-range value.
-MinAtarOptions minatar_options(const std::string& kwargs_json);
+// Parses env.kwargs (a JSON object, "" = defaults) for `game` (a game_names() entry); throws
+// ConfigError naming env.kwargs and the key for an unknown key, a wrong type or value.
+MinAtarOptions minatar_options(const std::string& game, const std::string& kwargs_json);
 
 // A MinAtar game as an Env: the package's Environment wrapper (a sticky action repeats the last
 // full action code with probability sticky_action_prob, drawn before each act, and the last action carries

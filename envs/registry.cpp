@@ -40,7 +40,7 @@ const std::map<std::string, Factory>& registry() {
     add_popgym(m);
     for (const std::string& g : minatar::game_names())
       m[minatar_id(g)] = [g](uint64_t s, const EnvOptions& o) {
-        return std::make_unique<MinAtarEnv>(g, s, minatar_options(o.kwargs));
+        return std::make_unique<MinAtarEnv>(g, s, minatar_options(g, o.kwargs));
       };
     return m;
   }();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "envs/builtin.h"
+#include "envs/minatar.h"
 #include "envs/registry.h"
 #include "envs/vector_env.h"
 
@@ -239,6 +240,12 @@ TEST(MinAtar, KwargsSetStickyActionsAndTheEpisodeCap) {
     }
   }
   EXPECT_EQ(make_env("Freeway-MinAtar", 1)->spec().max_episode_steps, 0);
+  EnvOptions gymnax;
+  gymnax.kwargs = R"({"preset": "gymnax"})";
+  EXPECT_EQ(make_env("Freeway-MinAtar", 1, gymnax)->spec().max_episode_steps, 2500);
+  EXPECT_EQ(make_env("Asterix-MinAtar", 1, gymnax)->spec().max_episode_steps, 1000);
+  EXPECT_EQ(minatar_options("breakout", gymnax.kwargs).sticky_action_prob, 0.0);
+  EXPECT_EQ(minatar_options("breakout", R"({"preset": "gymnax", "max_episode_steps": 7})").max_episode_steps, 7);
 
   const auto error_of = [](const std::string& id, const std::string& kw) -> std::string {
     EnvOptions o;
@@ -254,6 +261,7 @@ TEST(MinAtar, KwargsSetStickyActionsAndTheEpisodeCap) {
   EXPECT_NE(error_of("Breakout-MinAtar", R"({"sticky_action_prob": 2})").find("[0, 1]"), std::string::npos);
   EXPECT_NE(error_of("Breakout-MinAtar", R"({"max_episode_steps": 1.5})").find("max_episode_steps"), std::string::npos);
   EXPECT_NE(error_of("Breakout-MinAtar", "[1]").find("JSON object"), std::string::npos);
+  EXPECT_NE(error_of("Breakout-MinAtar", R"({"preset": "paper"})").find("expected \"gymnax\""), std::string::npos);
   EXPECT_NE(error_of("Breakout-MinAtar", "{").find("not JSON"), std::string::npos);
   EXPECT_NE(error_of("CartPole-v1", R"({"x": 1})").find("takes no keyword"), std::string::npos);
   EXPECT_EQ(error_of("CartPole-v1", "{}"), "no error");
