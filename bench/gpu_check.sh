@@ -7,7 +7,8 @@
 #      inference (1 learner, 1 replay, RANKS-2 actors) and central inference (1 inference rank on
 #      the GPU, RANKS-3 actors, 2 env groups), beside ale-py's env-only ceiling of RANKS-2 processes
 #   3. the GPU tests (ctest -L gpu: CUDA scan vs CPU, CUDA-graph step vs eager, NCCL on one GPU)
-#   4. bench_scan --device cuda (bandwidth of the scan kernels)
+#   4. bench_scan --device cuda (bandwidth of the scan kernels), and the scan as a PyTorch operator
+#      on CUDA (tests/ops/test_scan_op.py --cuda: CUDA against CPU through torch.ops.mpirl)
 #   5. bench_learner graph vs eager (MLP and LRU, T = 32, B = 256)
 # (The measurement the lend is for first: a run cut short by its time limit keeps what it wrote.)
 # Usage: bench/gpu_check.sh [BUILD_DIR=build] [RESULTS=bench/out/gpu_check.txt]
@@ -60,12 +61,12 @@ say "mpirun: $($mpirun --version 2>&1 | head -1); binaries: $bin"
 part selftest && run "mpirl selftest (1 rank)" 120 "$mpirun" -n 1 --oversubscribe "$bin/mpirl" selftest --config "$root/configs/atari_breakout.toml"
 
 # 2. Breakout: env-only ceiling, then local and central inference with learning, same ranks.
-if part breakout; then
 py=${GPU_CHECK_PYTHON:-}
 if [ -z "$py" ]; then
   embedded=$(strings "$bin/mpirl" 2>/dev/null | grep -m1 -E '/bin/python3(\.[0-9]+)?$' || true)
   if [ -n "$embedded" ] && [ -x "$embedded" ]; then py=$embedded; else py=python3; fi
 fi
+if part breakout; then
 actors=$((ranks - 2))
 tmp=$(mktemp -d)
 say ""
@@ -142,10 +143,12 @@ if ! part kernels; then
   :
 elif ((gpu)); then
   run "bench_scan --device cuda" 90 "$bin/bench_scan" --device cuda --T 256,4096 --min-seconds 0.05
+  run "torch.ops.mpirl.linear_scan on CUDA (python/mpirl_ops)" 120 env MPIRL_OPS_LIBRARY="$bin/libmpirl_ops.so" \
+    "$py" "$root/tests/ops/test_scan_op.py" --cuda
   run "bench_learner MLP graph vs eager" 60 "$bin/bench_learner" --device cuda --policy mlp --T 32 --B 256 --seconds 3
   run "bench_learner LRU graph vs eager" 60 "$bin/bench_learner" --device cuda --policy lru --T 32 --B 256 --seconds 3
 else
-  say "SKIPPED (no GPU): bench_scan --device cuda, bench_learner graph vs eager (CUDA graphs need a GPU)"
+  say "SKIPPED (no GPU): bench_scan --device cuda, the scan operator on CUDA, bench_learner graph vs eager (CUDA graphs need a GPU)"
 fi
 
 rm -rf "${tmp:-/nonexistent}"

@@ -3,7 +3,10 @@ values against a naive loop in float64, torch.autograd.gradcheck with resets and
 complex), torch.library.opcheck (schema, fake tensors, autograd registration, AOT dispatch),
 torch.compile(fullgraph=True), and errors that name the operator.
 
-Run by ctest (ops.scan_op_python) with MPIRL_OPS_LIBRARY set to the built library."""
+Run by ctest (ops.scan_op_python) with MPIRL_OPS_LIBRARY set to the built library. With --cuda
+(bench/gpu_check.sh on a GPU machine) it checks the CUDA kernels behind the operator instead:
+values and gradients against the CPU operator in float32 and float64, long sequences included,
+and opcheck on CUDA tensors."""
 import os
 import sys
 
@@ -120,5 +123,32 @@ def main():
     print("all scan operator checks passed")
 
 
+def cuda_main():
+    assert torch.cuda.is_available(), "--cuda: no CUDA device visible to torch"
+    print("library:", mpirl_ops.library_path(), "device:", torch.cuda.get_device_name())
+    for dtype, tol in ((F64, 1e-10), (torch.float32, 1e-4)):
+        for reverse in (False, True):
+            for shape in ((1, 1), (4097, 3, 5), (256, 4096)):
+                a = decays(shape).to(dtype).requires_grad_()
+                b = torch.randn(shape, dtype=dtype, requires_grad=True)
+                h0 = torch.randn(shape[1:], dtype=dtype, requires_grad=True)
+                w = torch.randn(shape, dtype=dtype)
+                outs = []
+                for dev in ("cpu", "cuda"):
+                    xs = [t.detach().to(dev).requires_grad_() for t in (a, b, h0)]
+                    h = mpirl_ops.linear_scan(*xs, reverse)
+                    (h * w.to(dev)).sum().backward()
+                    outs.append([h.detach().cpu()] + [x.grad.cpu() for x in xs])
+                ok = all(torch.allclose(g, c, rtol=tol, atol=tol) for g, c in zip(outs[1], outs[0]))
+                worst = max((g - c).abs().max().item() for g, c in zip(outs[1], outs[0]))
+                check(ok, f"CUDA = CPU (h, dL/da, dL/db, dL/dh0), {dtype}, {shape}, reverse {reverse}, max diff {worst:.2e}")
+    a = decays((64, 8)).cuda()
+    res = torch.library.opcheck(torch.ops.mpirl.linear_scan.default,
+                                (a.requires_grad_(), torch.randn(64, 8, dtype=F64, device="cuda", requires_grad=True),
+                                 torch.randn(8, dtype=F64, device="cuda", requires_grad=True), False))
+    check(all(v == "SUCCESS" for v in res.values()), f"opcheck on CUDA: {res}")
+    print("all CUDA scan operator checks passed")
+
+
 if __name__ == "__main__":
-    main()
+    cuda_main() if "--cuda" in sys.argv[1:] else main()
