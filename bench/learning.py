@@ -82,6 +82,7 @@ REFERENCES = {
     "minatar_space_invaders": _MINATAR.format(dqn=43, ac=185, gx=131),
 }
 # The suites (bench/suites.py): scored at their budget, never stopped at their reference score.
+assert not set(TASKS) & set(SUITE_TASKS), f"suite tasks shadow bench tasks: {set(TASKS) & set(SUITE_TASKS)}"
 TASKS.update(SUITE_TASKS)
 REFERENCES.update(SUITE_REFERENCES)
 

@@ -34,9 +34,11 @@ def read(suite):
 
 
 def env_of(task):
-    for s in SUITE_TASKS[task][1]:
+    sets = SUITE_TASKS[task][1]
+    kw = [s.split("=", 1)[1] for s in sets if s.startswith("env.kwargs=")]
+    for s in sets:
         if s.startswith("env.id="):
-            return s.split("=", 1)[1].strip('"')
+            return s.split("=", 1)[1].strip('"') + (f" (env.kwargs = {kw[0]})" if kw else "")
     return task
 
 

@@ -25,8 +25,10 @@ CLASSIC = {
 }
 
 # MinAtar (mpirl's C++ ports, envs/minatar.h) under gymnax's set-up (configs/minatar.toml: no sticky
-# actions, episodes cut at 1,000 steps, Freeway's at 2,500) against gymnax's PPO checkpoints at 10M steps (gymnax's
-# README table, as the issue reads it: evaluation returns of one trained agent). The budget is 5M
+# actions, episodes cut at gymnax's max_steps_in_episode: 1,000 steps, Freeway 2,500) against gymnax's
+# PPO checkpoints at 10M steps (gymnax's README table, as the issue reads it: evaluation returns of one
+# trained agent). One difference stays: gymnax's PPO treats the cap as a terminal state, mpirl
+# truncates there and bootstraps from the value of the last state. The budget is 5M
 # steps, half the reference's: 5 games x 3 seeds at 10M is more than 3 hours of this 2-core
 # machine. Seaquest has no gymnax figure; its reference is the MinAtar paper's AC(lambda) at 5M
 # (about 15.5 read off its curves), which used the package's settings (sticky actions 0.1, no cap),
@@ -58,16 +60,16 @@ for _id, _ref in CLASSIC.items():
     SUITES.setdefault("classic", []).append(_name)
 
 for _id, _ref in MINATAR.items():
-    _name = "minatar_" + _id.split("-")[0].lower()
+    _name = "minatar_gymnax_" + _id.split("-")[0].lower()  # minatar_<game> are learning.py's CNN tasks
     SUITE_TASKS[_name] = ("minatar.toml", [f'env.id="{_id}"'], _ref, 5_000_000, 1800)
-    SUITE_REFERENCES[_name] = (f"gymnax PPO checkpoint: {_ref} at 10M steps (gymnax's settings, as here)" if _ref
+    SUITE_REFERENCES[_name] = (f"gymnax PPO checkpoint: {_ref} at 10M steps (no sticky actions, gymnax's caps, as here)" if _ref
                                else "gymnax: no figure; MinAtar paper AC(lambda) about 15.5 at 5M with sticky actions")
     SUITES.setdefault("minatar", []).append(_name)
-SUITE_TASKS["minatar_seaquest_sticky"] = ("minatar.toml", ['env.id="Seaquest-MinAtar"', "env.kwargs='{}'"], 15.5,
+SUITE_TASKS["minatar_paper_seaquest"] = ("minatar.toml", ['env.id="Seaquest-MinAtar"', "env.kwargs='{}'"], 15.5,
                                           5_000_000, 1800)
-SUITE_REFERENCES["minatar_seaquest_sticky"] = ("MinAtar paper AC(lambda): about 15.5 at 5M (read off its curves; "
+SUITE_REFERENCES["minatar_paper_seaquest"] = ("MinAtar paper AC(lambda): about 15.5 at 5M (read off its curves; "
                                                "sticky actions 0.1, no cap, as here)")
-SUITES["minatar"].append("minatar_seaquest_sticky")
+SUITES["minatar"].append("minatar_paper_seaquest")
 
 # The reference's own wall time per run where one is known (s): CleanRL's ppo_continuous_action
 # took about 25 min per 1M-step run on HalfCheetah and Hopper (the issue's reading of CleanRL's

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "envs/minatar/games.h"
@@ -34,19 +33,24 @@ std::string minatar_id(const std::string& game) {
   return id + "-MinAtar";
 }
 
-MinAtarOptions minatar_options(const std::string& game, const std::string& kwargs_json) {
-  MinAtarOptions o;
-  if (kwargs_json.find_first_not_of(" \t\n") == std::string::npos) return o;
-  const auto bad = [&](const std::string& why) {
-    return ConfigError(fmt::format("config key 'env.kwargs' = '{}': {}", kwargs_json, why));
-  };
+nlohmann::json kwargs_object(const std::string& kwargs_json) {
+  if (kwargs_json.find_first_not_of(" \t\r\n") == std::string::npos) return nlohmann::json::object();
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(kwargs_json);
   } catch (const nlohmann::json::exception& e) {
-    throw bad(fmt::format("not JSON ({})", e.what()));
+    throw ConfigError(fmt::format("config key 'env.kwargs' = '{}': not JSON ({})", kwargs_json, e.what()));
   }
-  if (!j.is_object()) throw bad("expected a JSON object");
+  if (!j.is_object()) throw ConfigError(fmt::format("config key 'env.kwargs' = '{}': expected a JSON object", kwargs_json));
+  return j;
+}
+
+MinAtarOptions minatar_options(const std::string& game, const std::string& kwargs_json) {
+  MinAtarOptions o;
+  const nlohmann::json j = kwargs_object(kwargs_json);
+  const auto bad = [&](const std::string& why) {
+    return ConfigError(fmt::format("config key 'env.kwargs' = '{}': {}", kwargs_json, why));
+  };
   if (j.contains("preset")) {
     if (j["preset"] != "gymnax") throw bad(fmt::format("\"preset\" = {}: expected \"gymnax\"", j["preset"].dump()));
     o.sticky_action_prob = 0.0;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "envs/env.h"
 
 namespace mpirl::envs {
@@ -65,7 +67,8 @@ const std::vector<std::string>& game_names();
 // The settings, as the package's Environment(sticky_action_prob=, difficulty_ramping=) names
 // them, and an episode cap. The defaults are the package's (the MinAtar paper's). env.kwargs =
 // '{"preset": "gymnax"}' is gymnax's set-up, which its PPO baselines used: no sticky actions and
-// gymnax's max_steps_in_episode per game (Freeway 2500, its own timer; the others 1000). Keys
+// gymnax's max_steps_in_episode per game (1000; Freeway 2500, one step before the game's own
+// timer ends it), where mpirl truncates (gymnax's PPO treats the cap as terminal). Keys
 // given beside a preset override it.
 struct MinAtarOptions {
   double sticky_action_prob = 0.1;
@@ -75,6 +78,8 @@ struct MinAtarOptions {
 // Parses env.kwargs (a JSON object, "" = defaults) for `game` (a game_names() entry); throws
 // ConfigError naming env.kwargs and the key for an unknown key, a wrong type or value.
 MinAtarOptions minatar_options(const std::string& game, const std::string& kwargs_json);
+// env.kwargs as a JSON object: blank is {}; anything but an object is a ConfigError naming it.
+nlohmann::json kwargs_object(const std::string& kwargs_json);
 
 // A MinAtar game as an Env: the package's Environment wrapper (a sticky action repeats the last
 // full action code with probability sticky_action_prob, drawn before each act, and the last action carries

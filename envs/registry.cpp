@@ -57,7 +57,7 @@ std::unique_ptr<Env> make_env(const std::string& id, uint64_t seed, const EnvOpt
     throw ConfigError(fmt::format("config key 'env.id' = \"{}\": expected one of \"{}\", or a Python env "
                                   "gym:<id>, py:<module>:<factory>, ale:<game>, envpool:<task> or minatar:<game>", id, fmt::join(env_ids(), "\", \"")));
   const bool takes_kwargs = it->first.find("-MinAtar") != std::string::npos;
-  if (!takes_kwargs && !opts.kwargs.empty() && opts.kwargs.find_first_not_of(" \t\n{}") != std::string::npos)
+  if (!takes_kwargs && !kwargs_object(opts.kwargs).empty())
     throw ConfigError(fmt::format("config key 'env.kwargs' = '{}': the built-in env \"{}\" takes no keyword "
                                   "arguments (the MinAtar ports and Python envs do)", opts.kwargs, id));
   return it->second(seed, opts);

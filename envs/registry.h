@@ -18,7 +18,8 @@ std::unique_ptr<VectorEnv> make_vector_env(const Config& cfg, int num_envs, uint
 // Every registered built-in id, sorted.
 std::vector<std::string> env_ids();
 
-// What the config says about envs: the options the Synthetic env reads, and the spec of the
+// What the config says about envs: the options the built-ins read (Synthetic's numbers, MinAtar's
+// env.kwargs; the others refuse kwargs), and the spec of the
 // configured env (builds one; throws ConfigError naming env.id for an unknown id, a Python env
 // that cannot be made, or an unsupported space).
 EnvOptions env_options(const Config& cfg);

@@ -8,10 +8,10 @@ when None); ``reverse`` runs h_t = a_t * h_{t+1} + b_t from the end (returns, V-
 is a_t = 0, so one call covers sequences of any lengths packed end to end: no padding, no
 splitting. float32, float64, complex64 and complex128, on CPU and (when mpirl was built with CUDA
 kernels) CUDA. Gradients flow to a, b and h0 (the backward is itself a scan run the other way);
-fake tensors have a Meta kernel, so ``torch.compile(fullgraph=True)`` and ``torch.export`` take it.
+fake tensors have a Meta kernel, so ``torch.compile(fullgraph=True)`` takes it (tested).
 
 The operator lives in mpirl's build (``libmpirl_ops.so``). Importing this package loads it unless
-it is registered already (inside an mpirl process). Where it looks, first match wins:
+it is registered already (a second copy would abort the process). Where it looks, first match wins:
 ``$MPIRL_OPS_LIBRARY`` (the file), ``$MPIRL_BUILD_DIR``, the source tree's ``build/`` beside
 ``python/``, and an install prefix's ``lib/`` (``share/mpirl/python`` -> ``lib``).
 """

@@ -1,5 +1,5 @@
-// torch.ops.mpirl.linear_scan from C++ alone: the operator found through the dispatcher (as a
-// LibTorch learner or a model in the embedded interpreter calls it), its values and its gradients
+// torch.ops.mpirl.linear_scan from C++ alone: the operator found through the dispatcher (as any
+// LibTorch program would call it; the learner itself calls kernels::linear_scan), its values and its gradients
 // (autograd registered in C++) against the plain ATen recurrence, which shares no code with the
 // kernels, and against the learner's own linear_scan.
 #include <gtest/gtest.h>

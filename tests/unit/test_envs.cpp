@@ -209,8 +209,8 @@ TEST(VectorEnv, MinAtarBreakoutWritesUint8RowsAtTheStride) {
 
 // env.kwargs for the MinAtar ports: the sticky probability decides whether "right" moves Breakout's
 // paddle (always at 0, never at 1: the repeated action is the initial noop), max_episode_steps
-// truncates Freeway (whose own timer ends it at 2500) at exactly the cap, and bad kwargs name the
-// key. A built-in env that takes no kwargs refuses them rather than ignoring them.
+// truncates Freeway at exactly the cap (its own timer ends it at step 2501), the gymnax preset's
+// caps, difficulty ramping off, and bad kwargs name the key. A built-in env that takes no kwargs refuses them rather than ignoring them.
 TEST(MinAtar, KwargsSetStickyActionsAndTheEpisodeCap) {
   const auto paddle_x = [](double sticky) {
     EnvOptions o;
@@ -245,6 +245,21 @@ TEST(MinAtar, KwargsSetStickyActionsAndTheEpisodeCap) {
   EXPECT_EQ(make_env("Freeway-MinAtar", 1, gymnax)->spec().max_episode_steps, 2500);
   EXPECT_EQ(make_env("Asterix-MinAtar", 1, gymnax)->spec().max_episode_steps, 1000);
   EXPECT_EQ(minatar_options("breakout", gymnax.kwargs).sticky_action_prob, 0.0);
+  EXPECT_TRUE(minatar_options("asterix", "").difficulty_ramping);
+  EXPECT_FALSE(minatar_options("asterix", R"({"difficulty_ramping": false})").difficulty_ramping);
+  EnvOptions flat;
+  flat.kwargs = R"({"difficulty_ramping": false})";
+  EXPECT_NE(make_env("Asterix-MinAtar", 1, flat)->spec().description.find("no difficulty ramping"), std::string::npos);
+  // Uncapped, Freeway's own timer ends it (terminated, not truncated) at step 2501, as the package's.
+  auto own = make_env("Freeway-MinAtar", 2, EnvOptions{});
+  own->reset(obs.data());
+  int ended_at = 0;
+  for (int t = 1; t <= 3000 && !ended_at; ++t) {
+    StepResult r = own->step({0, nullptr}, obs.data());
+    EXPECT_FALSE(r.truncated);
+    if (r.terminated) ended_at = t;
+  }
+  EXPECT_EQ(ended_at, 2501);
   EXPECT_EQ(minatar_options("breakout", R"({"preset": "gymnax", "max_episode_steps": 7})").max_episode_steps, 7);
 
   const auto error_of = [](const std::string& id, const std::string& kw) -> std::string {
@@ -259,7 +274,10 @@ TEST(MinAtar, KwargsSetStickyActionsAndTheEpisodeCap) {
   };
   EXPECT_NE(error_of("Breakout-MinAtar", R"({"sticky": 0})").find("unknown key \"sticky\""), std::string::npos);
   EXPECT_NE(error_of("Breakout-MinAtar", R"({"sticky_action_prob": 2})").find("[0, 1]"), std::string::npos);
-  EXPECT_NE(error_of("Breakout-MinAtar", R"({"max_episode_steps": 1.5})").find("max_episode_steps"), std::string::npos);
+  EXPECT_NE(error_of("Breakout-MinAtar", R"({"max_episode_steps": 1.5})").find("an integer >= 0"), std::string::npos);
+  EXPECT_NE(error_of("Breakout-MinAtar", R"({"difficulty_ramping": 1})").find("true or false"), std::string::npos);
+  EXPECT_NE(error_of("CartPole-v1", "}{").find("not JSON"), std::string::npos);
+  EXPECT_EQ(error_of("CartPole-v1", " \r\n"), "no error");
   EXPECT_NE(error_of("Breakout-MinAtar", "[1]").find("JSON object"), std::string::npos);
   EXPECT_NE(error_of("Breakout-MinAtar", R"({"preset": "paper"})").find("expected \"gymnax\""), std::string::npos);
   EXPECT_NE(error_of("Breakout-MinAtar", "{").find("not JSON"), std::string::npos);
