@@ -11,6 +11,12 @@
 //   forward_dist/forward_value (feed-forward only): forward(obs);
 //   greedy_actions [T, B] int64 or [T, B, A]: models::Acting (the actor's path) with greedy
 //   actions from the zero state.
+//
+// twin.pt (the mlp cases: issue 42's built-in twins): the same policy in float64, a fixed loss
+// L = mean(dist * w_dist) + mean((value - target)^2) on unroll(obs, is_init, state0), its value
+// and the gradient of every parameter (grad.<name>), then K = 20 Adam updates (lr 1e-3) on K
+// fixed batches (batch_obs [K, T, B, obs...], batch_init, batch_state0, batch_target), the loss
+// before each update (losses [K]) and the parameters after the last (final.<name>).
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -72,6 +78,84 @@ std::vector<Case> cases() {
   return out;
 }
 
+// A copy of `policy` (same parameters and buffers) in float64.
+models::Policy float64_copy(const models::Policy& policy, const envs::EnvSpec& spec, const models::ModelOptions& opts) {
+  models::Policy p(spec, opts);
+  torch::NoGradGuard g;
+  auto src = policy->named_parameters(), dst = p->named_parameters();
+  for (auto& kv : src) dst[kv.key()].copy_(kv.value());
+  auto srcb = policy->named_buffers(), dstb = p->named_buffers();
+  for (auto& kv : srcb) dstb[kv.key()].copy_(kv.value());
+  p->to(torch::kFloat64);
+  return p;
+}
+
+torch::Tensor twin_loss(models::Policy& p, const torch::Tensor& obs, const torch::Tensor& is_init,
+                        const torch::Tensor& state0, const torch::Tensor& w_dist, const torch::Tensor& target) {
+  auto u = p->unroll(obs, is_init, state0);
+  return (u.dist * w_dist).mean() + (u.value - target).pow(2).mean();
+}
+
+void twin_dump(const models::Policy& policy, const envs::EnvSpec& spec, const models::ModelOptions& opts,
+               const std::string& dir, int64_t seed, int64_t T, int64_t B) {
+  models::Policy p = float64_copy(policy, spec, opts);
+  p->train();
+  torch::manual_seed(seed + 7919);
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  const int64_t S = p->state_size(), K = 20;
+  auto obs_shape = [&](std::vector<int64_t> lead) {
+    lead.insert(lead.end(), spec.obs_shape.begin(), spec.obs_shape.end());
+    return lead;
+  };
+  auto inits = [&](std::vector<int64_t> shape) {  // resets inside the sequences, and at t = 0 of one
+    torch::Tensor i = (torch::rand(shape) < 0.3).to(torch::kFloat32);
+    i.select(-2, 0).select(-1, 1).fill_(1);
+    return i;
+  };
+  c10::Dict<std::string, at::Tensor> tw;
+  torch::Tensor obs = torch::randn(obs_shape({T, B}), f64), is_init = inits({T, B});
+  torch::Tensor state0 = torch::randn({B, S}, f64) * 0.5;
+  torch::Tensor w_dist = torch::randn({T, B, spec.discrete ? spec.num_actions : 2 * spec.action_dim}, f64);
+  torch::Tensor target = torch::randn({T, B}, f64);
+  for (auto& kv : p->named_parameters()) kv.value().mutable_grad() = torch::Tensor();
+  torch::Tensor loss = twin_loss(p, obs, is_init, state0, w_dist, target);
+  loss.backward();
+  for (auto& kv : p->named_parameters())
+    tw.insert("grad." + kv.key(), kv.value().grad().defined() ? kv.value().grad().clone() : torch::zeros_like(kv.value()));
+  {
+    torch::NoGradGuard g;
+    auto u = p->unroll(obs, is_init, state0);
+    tw.insert("unroll_dist", u.dist);
+    tw.insert("unroll_value", u.value);
+  }
+  tw.insert("obs", obs);
+  tw.insert("is_init", is_init);
+  tw.insert("state0", state0);
+  tw.insert("w_dist", w_dist);
+  tw.insert("target", target);
+  tw.insert("loss", loss.detach());
+
+  torch::Tensor bo = torch::randn(obs_shape({K, T, B}), f64), bi = inits({K, T, B});
+  torch::Tensor bs = torch::randn({K, B, S}, f64) * 0.5, bt = torch::randn({K, T, B}, f64);
+  torch::optim::Adam opt(p->parameters(), torch::optim::AdamOptions(1e-3));
+  std::vector<double> losses;
+  for (int64_t k = 0; k < K; ++k) {
+    opt.zero_grad();
+    torch::Tensor l = twin_loss(p, bo[k], bi[k], bs[k], w_dist, bt[k]);
+    l.backward();
+    opt.step();
+    losses.push_back(l.item<double>());
+  }
+  tw.insert("batch_obs", bo);
+  tw.insert("batch_init", bi);
+  tw.insert("batch_state0", bs);
+  tw.insert("batch_target", bt);
+  tw.insert("losses", torch::tensor(losses, f64));
+  for (auto& kv : p->named_parameters()) tw.insert("final." + kv.key(), kv.value().detach().clone());
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(tw));
+  std::ofstream(dir + "/twin.pt", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+}
+
 void run_case(const Case& c, const std::string& out_dir, int64_t seed) {
   const int64_t T = 6, B = 3;
   Config cfg = load_config("", {fmt::format("model.encoder=\"{}\"", c.encoder),
@@ -122,6 +206,8 @@ void run_case(const Case& c, const std::string& out_dir, int64_t seed) {
   is_init[3][0] = 1;
   const int64_t S = policy->state_size();
   torch::Tensor state0 = torch::randn({B, S}) * 0.5;
+
+  if (c.encoder == "mlp" && !c.uint8) twin_dump(policy, spec, opts, dir, seed, T, B);
 
   torch::NoGradGuard no_grad;
   c10::Dict<std::string, at::Tensor> io;

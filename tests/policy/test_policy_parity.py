@@ -6,6 +6,12 @@ parity      policy_dump saves every encoder x core x action space as a run saves
             with mpirl_policy.load_policy and compared to TOL (unroll, step by step with the
             state, forward, the actors' greedy actions); a perturbed weight must be caught; the
             TorchScript export of each, run in a process without mpirl_policy, must agree too.
+twins       issue 42's built-in twins: the Python policy (python/mpirl_policy, the reference a
+            Python model is checked against) of every MLP case, given the C++ policy's weights, in
+            float64: outputs, the gradient of every parameter of a fixed loss (to TWIN_TOL), and
+            the loss before each of 20 Adam updates on the same batches and the parameters after
+            them (to TWIN_TOL relative); a parameter moved by 1e-4 before the updates must be
+            caught by the same comparison.
 export_cli  `mpirl export` end to end: TorchScript for a recurrent policy (checked in a clean
             process), a model file, a run without policy.json (the env gives the spaces), ONNX (or
             the error naming what to pip install), a bad run directory.
@@ -24,6 +30,7 @@ import tempfile
 import torch
 
 TOL = 1e-5
+TWIN_TOL = 1e-6
 ARGS = None
 
 
@@ -175,6 +182,86 @@ def case_parity():
     shutil.rmtree(root)
 
 
+def twin_loss(policy, obs, is_init, state0, w_dist, target):
+    dist, value, _ = policy.unroll(obs, is_init, state0)
+    return (dist * w_dist).mean() + (value - target).pow(2).mean()
+
+
+def twin_run(d, tw, nudge=None):
+    """The Python twin of the C++ dump in d, in float64: (outputs, grads, losses, final parameters),
+    keyed by the C++ names. nudge: a C++ parameter name moved by 1e-4 first (the test's own check
+    that the comparison can fail)."""
+    from mpirl_policy import load_policy
+    from mpirl_policy.policy import cpp_name
+
+    policy = load_policy(d).double().train()
+    named = {cpp_name(k): v for k, v in policy.named_parameters()}
+    if nudge:
+        with torch.no_grad():
+            named[nudge].view(-1)[0] += 1e-4
+    with torch.no_grad():
+        dist, value, _ = policy.unroll(tw["obs"], tw["is_init"], tw["state0"])
+    loss = twin_loss(policy, tw["obs"], tw["is_init"], tw["state0"], tw["w_dist"], tw["target"])
+    policy.zero_grad()
+    loss.backward()
+    grads = {k: (v.grad.clone() if v.grad is not None else torch.zeros_like(v)) for k, v in named.items()}
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    losses = []
+    for k in range(tw["losses"].numel()):
+        opt.zero_grad()
+        l = twin_loss(policy, tw["batch_obs"][k], tw["batch_init"][k], tw["batch_state0"][k], tw["w_dist"],
+                      tw["batch_target"][k])
+        l.backward()
+        opt.step()
+        losses.append(l.item())
+    final = {k: v.detach().clone() for k, v in named.items()}
+    return {"unroll_dist": dist, "unroll_value": value, "loss": loss.detach()}, grads, torch.tensor(
+        losses, dtype=torch.float64), final
+
+
+def twin_compare(tw, outs, grads, losses, final):
+    """Largest differences: outputs, gradients, losses (relative), final parameters."""
+    out = max(diff(outs[k], tw[k]) for k in ("unroll_dist", "unroll_value", "loss"))
+    cpp_grads = {k[5:]: v for k, v in tw.items() if k.startswith("grad.")}
+    check(set(cpp_grads) == set(grads), f"parameters differ: C++ {sorted(cpp_grads)} vs Python {sorted(grads)}")
+    grad = max(diff(grads[k], v) for k, v in cpp_grads.items())
+    scale = float(tw["losses"].abs().max())
+    loss = diff(losses, tw["losses"]) / max(scale, 1e-12)
+    par = max(diff(final[k], tw["final." + k]) / max(float(tw["final." + k].abs().max()), 1e-12) for k in final)
+    return out, grad, loss, par
+
+
+def case_twins():
+    torch.set_num_threads(1)
+    root, names = dump(ARGS.workdir)
+    twins = [n for n in names if os.path.exists(os.path.join(root, n, "twin.pt"))]
+    for want in ("mlp-none-discrete", "mlp-none-box", "mlp-lru-discrete", "mlp-lru-box"):
+        check(want in twins, f"policy_dump wrote no twin.pt for {want}")
+    print("the Python policy in float64 against the C++ one (max abs diff; loss and parameters relative):")
+    print(f"{'case':30} {'outputs':>9} {'grads':>9} {'20 losses':>9} {'params':>9} {'|grad|':>9} "
+          f"{'nudged':>9}  nudged parameter")
+    failures = []
+    for name in twins:
+        d = os.path.join(root, name)
+        tw = load(os.path.join(d, "twin.pt"))
+        res = twin_compare(tw, *twin_run(d, tw))
+        gscale = max(float(v.abs().max()) for k, v in tw.items() if k.startswith("grad."))
+        # The comparison must see a parameter moved by 1e-4 (a core one where there is a core).
+        params = sorted(k[5:] for k in tw if k.startswith("grad."))
+        nudge = next((k for k in params if k.startswith("core.")), next(k for k in params if k.startswith("torso")))
+        moved = twin_compare(tw, *twin_run(d, tw, nudge))
+        print(f"{name:30} " + " ".join(f"{v:9.2e}" for v in res) + f" {gscale:9.2e} {max(moved):9.2e}  {nudge}")
+        if max(res) > TWIN_TOL:
+            failures.append(f"{name}: outputs/grads/losses/params differ by {', '.join(f'{v:.2e}' for v in res)} "
+                            f"(tolerance {TWIN_TOL})")
+        if max(moved) <= TWIN_TOL:
+            failures.append(f"{name}: moving {nudge} by 1e-4 went unseen ({max(moved):.2e})")
+        check(gscale > 1e-3, f"{name}: the gradients are all near zero ({gscale:.2e}): nothing is compared")
+    print(f"{len(twins)} twins within {TWIN_TOL}" if not failures else "")
+    check(not failures, "\n".join(failures))
+    shutil.rmtree(root)
+
+
 def mpirl_export(run_dir, out, *extra):
     r = subprocess.run([ARGS.mpirl, "export", run_dir, "--out", out, *extra], capture_output=True, text=True)
     print(f"$ mpirl export {run_dir} --out {out} {' '.join(extra)} -> {r.returncode}\n{r.stdout}{r.stderr}", end="")
@@ -222,11 +309,11 @@ def main():
     ap.add_argument("--mpirl", required=True)
     ap.add_argument("--python-dir", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("case", choices=["parity", "export_cli"])
+    ap.add_argument("case", choices=["parity", "twins", "export_cli"])
     ARGS = ap.parse_args()
     sys.path.insert(0, os.path.abspath(ARGS.python_dir))
     os.makedirs(ARGS.workdir, exist_ok=True)
-    {"parity": case_parity, "export_cli": case_export_cli}[ARGS.case]()
+    {"parity": case_parity, "twins": case_twins, "export_cli": case_export_cli}[ARGS.case]()
     print(f"{ARGS.case}: OK")
 
 
