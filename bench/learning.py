@@ -184,13 +184,17 @@ def machine():
     return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}"
 
 
-def write_outputs(args, results):
-    write_curves(args.out, results)
-    with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
+def write_csv(out, results):
+    with open(os.path.join(out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=RESULT_KEYS, extrasaction="ignore")
         w.writeheader()
         for r in results:
             w.writerow(r)
+
+
+def write_outputs(args, results):
+    write_curves(args.out, results)
+    write_csv(args.out, results)
     # "lowest after" only means something for runs that went on past their threshold (--hold,
     # recorded per run in results.csv so that --report keeps it).
     hold = bool(args.hold) or any(r.get("hold") for r in results)
@@ -254,6 +258,9 @@ def plot(args, results):
         print("matplotlib missing: no curves.png")
         return
     tasks = list(dict.fromkeys(r["task"] for r in results))
+    if len(tasks) > 12:  # a panel pair per task would make a figure metres tall
+        print(f"{len(tasks)} tasks: no curves.png (curves/ has every run; bench/results_page.py --plots draws suites)")
+        return
     fig, axes = plt.subplots(len(tasks), 2, figsize=(11, 3.2 * len(tasks)), squeeze=False)
     for i, task in enumerate(tasks):
         for r in (r for r in results if r["task"] == task and "error" not in r):
@@ -303,7 +310,11 @@ def main():
     if args.suite:
         args.tasks = SUITES[args.suite]
     os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
-    results = [run_one(args, t, s) for t in args.tasks for s in args.seeds]
+    results = []
+    for t in args.tasks:
+        for s in args.seeds:
+            results.append(run_one(args, t, s))
+            write_csv(args.out, results)  # after every run: a long suite that stops keeps what it ran
     write_outputs(args, results)
 
 

@@ -17,7 +17,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from learning import num  # noqa: E402
-from suites import SUITE_REFERENCE_WALL_S, SUITE_REFERENCES, SUITE_TASKS, SUITES  # noqa: E402
+from suites import (MEMORY_CORES, MEMORY_ENVS, SUITE_REFERENCE_WALL_S, SUITE_REFERENCES, SUITE_TASKS,  # noqa: E402
+                    SUITES, memory_cell)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results", "suites")
@@ -34,6 +35,8 @@ def read(suite):
 
 
 def env_of(task):
+    if memory_cell(task):
+        return "{} ({})".format(*memory_cell(task))
     sets = SUITE_TASKS[task][1]
     kw = [s.split("=", 1)[1] for s in sets if s.startswith("env.kwargs=")]
     for s in sets:
@@ -96,6 +99,55 @@ def suite_section(suite, rows):
     return out
 
 
+def memory_section(suite, rows):
+    """The memory suite as a table of tasks by cores (issue 41: which core solves which task)."""
+    config, _, _, budget, _ = SUITE_TASKS[SUITES[suite][0]]
+    ran = {memory_cell(r["task"]) for r in rows}
+    envs = [e for e in MEMORY_ENVS if any((e, c) in ran for c in MEMORY_CORES)]
+    cores = [c for c in MEMORY_CORES if any((e, c) in ran for e in MEMORY_ENVS)]
+    out = [f"## {TITLES.get(suite, suite)}", "",
+           f"`configs/{config}` for every task and core (only `env.id` and `model.core` change), {budget:,} env "
+           f"steps per run, `bench/learning.py --suite {suite}`. Returns lie in [-1, 1] (StatelessCartPole: "
+           "[0, 1]); the mean return of the last 100 episodes at the budget, mean +- std over seeds.", ""]
+
+    def grid(title, keep):
+        res = ["| task | " + " | ".join(cores) + " |", "|---|" + "---|" * len(cores)]
+        for e in envs:
+            cells = []
+            for c in cores:
+                vals = [r["final_mean_return"] for r in rows if memory_cell(r["task"]) == (e, c) and keep(r["seed"])]
+                cells.append("-" if not vals else f"{statistics.mean(vals):.2f}" + (
+                    f" +- {statistics.stdev(vals):.2f}" if len(vals) > 1 else "") + f" ({len(vals)})")
+            res.append(f"| {e} | " + " | ".join(cells) + " |")
+        return [title, ""] + res + [""]
+
+    out += grid("Seeds 1-3 (tuning), mean +- std (seeds):", lambda s: s in TUNING)
+    if any(r["seed"] not in TUNING for r in rows):
+        out += grid("Seeds 4-6 (held out):", lambda s: s not in TUNING)
+    sps = [med([r for r in rows if memory_cell(r["task"])[1] == c], "sps") for c in cores]
+    wall = [med([r for r in rows if memory_cell(r["task"])[1] == c], "wall_time_s", "{:.0f} s") for c in cores]
+    out += ["Speed per core (median over its runs):", "", "| | " + " | ".join(cores) + " |",
+            "|---|" + "---|" * len(cores), "| env steps/s | " + " | ".join(sps) + " |",
+            "| wall per run | " + " | ".join(wall) + " |", ""]
+    missing = [f"{e} ({c})" for e in MEMORY_ENVS for c in MEMORY_CORES if (e, c) not in ran]
+    if missing:
+        out += ["Not run yet: " + ", ".join(missing) + ".", ""]
+    out += ["Every run:", "", "| task | core | seed | return (last 100 episodes) | env steps | wall | env steps/s |",
+            "|---|---|---|---|---|---|---|"]
+    order = {t: i for i, t in enumerate(SUITES[suite])}
+    for r in sorted(rows, key=lambda r: (order[r["task"]], r["seed"])):
+        e, c = memory_cell(r["task"])
+        out.append(f"| {e} | {c} | {r['seed']}{'' if r['seed'] in TUNING else ' (held out)'} | "
+                   f"{r['final_mean_return']:.3f} | {r['env_steps']} | {r['wall_time_s']:.0f} s | {r['sps']:.0f} |")
+    machines = sorted({r["machine"] for r in rows if r.get("machine")})
+    first = min(rows, key=lambda r: (order[r["task"]], r["seed"]))
+    out += ["", "Machine: " + "; ".join(machines) + ". Runs were made one at a time.", "",
+            f"![Return against env steps, every run](images/results-{suite}.png)", "",
+            "The commands are in the CSV's `command` column; they differ only in `env.id`, `model.core`, "
+            "`run.seed` and `run.name`. The first:", "", "```", first["command"], "```", ""]
+    return out
+
+
 def page():
     suites = [s for s in SUITES if os.path.exists(os.path.join(RESULTS, s, "results.csv"))]
     out = ["# Results", "",
@@ -107,7 +159,7 @@ def page():
            "4-6 were not, and are reported apart. \"Steps/time to it\": the first metrics row whose "
            "100-episode mean reached the reference.", ""]
     for s in suites:
-        out += suite_section(s, read(s))
+        out += (memory_section if s == "memory" else suite_section)(s, read(s))
     missing = [TITLES.get(s, s) for s in SUITES if s not in suites]
     if missing:
         out += ["## Not run yet", "", ", ".join(missing) + ": no committed results.", ""]
@@ -122,6 +174,9 @@ def plots():
         if not os.path.exists(os.path.join(RESULTS, suite, "results.csv")):
             continue
         rows = read(suite)
+        if suite == "memory":
+            memory_plot(plt, suite, rows)
+            continue
         tasks = [t for t in SUITES[suite] if any(r["task"] == t for r in rows)]
         cols = min(3, len(tasks))
         nrow = (len(tasks) + cols - 1) // cols
@@ -149,6 +204,38 @@ def plots():
         out = os.path.join(ROOT, "docs", "images", f"results-{suite}.png")
         fig.savefig(out, dpi=80)
         print(f"wrote {out}")
+
+
+def memory_plot(plt, suite, rows):
+    """One panel per task, a colour per core, a line per run (held-out seeds dashed)."""
+    envs = [e for e in MEMORY_ENVS if any(memory_cell(r["task"])[0] == e for r in rows)]
+    cols = min(4, len(envs))
+    nrow = (len(envs) + cols - 1) // cols
+    fig, axes = plt.subplots(nrow, cols, figsize=(4.0 * cols, 3.2 * nrow), squeeze=False)
+    colours = dict(zip(MEMORY_CORES, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    for i, e in enumerate(envs):
+        ax = axes[i // cols][i % cols]
+        labelled = set()
+        for r in sorted(rows, key=lambda r: (MEMORY_CORES.index(memory_cell(r["task"])[1]), r["seed"])):
+            env, core = memory_cell(r["task"])
+            path = os.path.join(RESULTS, suite, "curves", f"{r['task']}-s{r['seed']}.csv")
+            if env != e or not os.path.exists(path):
+                continue
+            with open(path) as f:
+                c = list(csv.DictReader(f))
+            ax.plot([float(x["env_steps"]) for x in c], [float(x["mean_return"]) for x in c], color=colours[core],
+                    ls="-" if r["seed"] in TUNING else "--", lw=0.8, label=None if core in labelled else core)
+            labelled.add(core)
+        ax.set_title(e, fontsize=9)
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("mean return (100 ep.)")
+        ax.legend(fontsize=6)
+    for j in range(len(envs), nrow * cols):
+        axes[j // cols][j % cols].axis("off")
+    fig.tight_layout()
+    out = os.path.join(ROOT, "docs", "images", f"results-{suite}.png")
+    fig.savefig(out, dpi=80)
+    print(f"wrote {out}")
 
 
 def main():

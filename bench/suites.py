@@ -71,6 +71,31 @@ SUITE_REFERENCES["minatar_paper_seaquest"] = ("MinAtar paper AC(lambda): about 1
                                                "sticky actions 0.1, no cap, as here)")
 SUITES["minatar"].append("minatar_paper_seaquest")
 
+# Memory (POPGym's definitions, mpirl's C++ ports: envs/popgym.h): the Easy and Medium levels of
+# the four tasks mpirl ships, with each recurrent core, one config (configs/memory.toml; only env.id
+# and model.core change). The table is cores by tasks (bench/results_page.py). Returns lie in
+# [-1, 1] (StatelessCartPole: [0, 1]). No reference at this budget: POPGym's figures are a
+# different metric (MMER) at a larger budget, quoted beside the table in docs/algorithms.md.
+MEMORY_ENVS = ["RepeatPreviousEasy", "RepeatPreviousMedium", "RepeatFirstEasy", "RepeatFirstMedium",
+               "CountRecallEasy", "CountRecallMedium", "StatelessCartPoleEasy", "StatelessCartPoleMedium"]
+MEMORY_CORES = ["lru", "gru", "mingru", "ffm", "lstm", "ssm"]
+MEMORY_BUDGET = 1_000_000
+for _id in MEMORY_ENVS:
+    for _core in MEMORY_CORES:
+        _name = f"memory_{_core}_{_id.lower()}"
+        SUITE_TASKS[_name] = ("memory.toml", [f'env.id="{_id}"', f'model.core="{_core}"'], None, MEMORY_BUDGET, 1800)
+        SUITE_REFERENCES[_name] = "-"
+        SUITES.setdefault("memory", []).append(_name)
+
+
+def memory_cell(task):
+    """(env id, core) of a memory suite task, or None for other suites' tasks."""
+    if not task.startswith("memory_"):
+        return None
+    sets = dict(s.split("=", 1) for s in SUITE_TASKS[task][1])
+    return sets["env.id"].strip('"'), sets["model.core"].strip('"')
+
+
 # The reference's own wall time per run where one is known (s): CleanRL's ppo_continuous_action
 # took about 25 min per 1M-step run on HalfCheetah and Hopper (the issue's reading of CleanRL's
 # runtime table; its machine is not this one). bench/results_page.py puts mpirl's time to the
