@@ -81,6 +81,7 @@ struct Config {
     std::string critic = "shared";  // "shared" torso, or a "separate" MLP of the same widths for the value
     std::string init = "default";   // "default" (LibTorch's) or "orthogonal" (MLP layers and heads)
     double log_std_init = -0.5;     // Gaussian policies: the state-independent log-std at the start
+    std::string python;             // "file.py:factory": a PyTorch module instead of the built-in (models/python_model.h)
   } model;
   struct Kernels {
     std::string scan_backend = "auto";  // "auto" | "native" | "aten" (kernels/scan.h)

@@ -33,7 +33,8 @@ std::string Engine::describe() const {
     return fmt::format("emulated accelerator: {} us per batch + {} us per row, uniform policy", opts_.emulate_batch_us,
                        opts_.emulate_row_us);
   return fmt::format("{} ({})", opts_.device.str(),
-                     opts_.device.is_cuda() || opts_.step_path ? "Policy::step" : "Policy::act, as local actors");
+                     opts_.device.is_cuda() || opts_.step_path || policy_->python() ? "Policy::step"
+                                                                                    : "Policy::act, as local actors");
 }
 
 void Engine::load(const float* flat) { models::read_flat(policy_, flat); }
@@ -42,7 +43,7 @@ void Engine::run(int64_t n) {
   MPIRL_CHECK(n >= 1 && n <= max_rows_, "inference batch of {} rows (at most {})", n, max_rows_);
   c10::InferenceMode guard;
   if (opts_.emulated()) return run_emulated(n);
-  if (opts_.device.is_cuda() || opts_.step_path) return run_step(n);
+  if (opts_.device.is_cuda() || opts_.step_path || policy_->python()) return run_step(n);
   run_act(n);
 }
 
@@ -95,7 +96,7 @@ void Engine::run_emulated(int64_t n) {
       std::chrono::nanoseconds(int64_t(1000 * (opts_.emulate_batch_us + double(n) * opts_.emulate_row_us))));
   float* d = dist_.data_ptr<float>();
   std::fill(d, d + n * L_, 0.0f);
-  if (!spec_.discrete) {
+  if (!spec_.discrete && policy_->log_std().defined()) {  // a Python module's rows: log-std 0
     const int64_t A = spec_.action_dim;
     const torch::Tensor log_std = policy_->log_std().to(torch::kCPU).contiguous();
     for (int64_t i = 0; i < n; ++i) std::memcpy(d + i * L_ + A, log_std.data_ptr<float>(), size_t(A) * sizeof(float));

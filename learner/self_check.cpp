@@ -10,6 +10,7 @@
 #include "core/test_hooks.h"
 #include "core/error.h"
 #include "kernels/scan.h"
+#include "models/python_model.h"
 
 namespace mpirl::learner {
 namespace {
@@ -105,7 +106,10 @@ CheckResult check_scan(torch::Device device, int world_rank) {
           auto A = leaf(a), Bv = leaf(b), H = leaf(h0);
           auto h = kind == 0 ? kernels::linear_scan_native(A, Bv, H, reverse) : kernels::linear_scan_aten(A, Bv, H, reverse);
           if (kind == 0 && fault) h = h + 1e-2;
-          torch::real(w.to(dev, type).conj() * h).sum().backward();
+          {
+            models::GilRelease gil;  // torch imported by model.python: its engine refuses a held GIL
+            torch::real(w.to(dev, type).conj() * h).sum().backward();
+          }
           return std::vector<torch::Tensor>{h.detach(), A.grad(), Bv.grad(), H.grad()};
         };
         std::vector<torch::Tensor> native;

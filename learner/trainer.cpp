@@ -28,6 +28,8 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
 
 namespace {
 StepMode resolve(StepMode m, const Config& cfg, torch::Device device) {
+  // A Python module's step is not captured (yet): eager, which describe() reports.
+  if (m == StepMode::Auto && !cfg.model.python.empty()) return StepMode::Eager;
   if (m == StepMode::Auto) return device.is_cuda() && cfg.learner.cuda_graph ? StepMode::Graph : StepMode::Eager;
   MPIRL_CHECK(m != StepMode::Graph || device.is_cuda(), "CUDA-graph steps need a CUDA device, not {}", device.str());
   return m;
@@ -97,6 +99,7 @@ std::string Trainer::describe() const {
                   : mode_ == StepMode::Static ? "static buffers, uncaptured"
                                               : "eager";
   std::string s = fmt::format("{} steps, {}", m, optim_->name());
+  if (!cfg_.model.python.empty()) s += fmt::format(", model.python {} (a Python module's step is not captured)", cfg_.model.python);
   if (mode_ == StepMode::Graph && !reducer_.capturable())
     s += ", two graphs around the host all-reduce (the reducer cannot be captured)";
   return s;
@@ -109,7 +112,10 @@ StepFns Trainer::step_fns() {
     auto out = model_->unroll(b.obs, b.is_init, b.state0);
     LossTerms l = algo_->loss(spec_, b, out, lo_);
     l.total = l.total * (1 + nan_);  // x 1, or from the test hook on x NaN: NaN loss and gradients
-    l.total.backward();
+    {
+      models::GilRelease gil;  // model.python: autograd threads may need the GIL for the module's graph
+      l.total.backward();
+    }
     return l;
   };
   f.apply = [this] {

@@ -24,6 +24,11 @@ void Acting::step(const torch::Tensor& obs, const uint8_t* is_init, int64_t init
   }
   const torch::Tensor& head = policy_->act(obs, state_, buf_);
   const float* h = head.data_ptr<float>();
+  if (policy_->python()) {  // whole rows: logits, or mean ++ log-std
+    void* actions = spec_.discrete ? static_cast<void*>(discrete_.data()) : static_cast<void*>(box_.data());
+    sampler_.rows(h, head.size(1), E_, actions, out, greedy);
+    return;
+  }
   if (spec_.discrete) {
     sampler_.discrete(h, spec_.num_actions, E_, discrete_.data(), out, greedy);
   } else {

@@ -9,8 +9,45 @@
 
 namespace mpirl::models {
 
+namespace {
+// Registers a Python module's tensor "a.b.c" under `root` as submodules a, b and parameter (or
+// buffer) c: the same tensor, so that C++ and Python see one set of parameters, and C++ names
+// "py.a.b.c" (LibTorch refuses dots in one name).
+void register_tree(torch::nn::Module& root, const std::string& name, const torch::Tensor& t, bool buffer) {
+  torch::nn::Module* m = &root;
+  size_t start = 0;
+  for (size_t dot = name.find('.'); dot != std::string::npos; start = dot + 1, dot = name.find('.', start)) {
+    const std::string part = name.substr(start, dot - start);
+    auto children = m->named_children();
+    if (auto* child = children.find(part)) {
+      m = child->get();
+    } else {
+      m = m->register_module(part, std::make_shared<torch::nn::Module>()).get();
+    }
+  }
+  const std::string leaf = name.substr(start);
+  if (buffer) {
+    m->register_buffer(leaf, t);
+  } else {
+    m->register_parameter(leaf, t);
+  }
+}
+}  // namespace
+
 PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
     : spec_(spec), relu_(opts.activation == "relu"), obs_rank_(int64_t(spec.obs_shape.size())), obs_clip_(opts.obs_norm_clip) {
+  const int64_t norm = opts.obs_norm && !spec.obs_uint8 ? spec.obs_size() : 0;  // pixels are scaled, not normalised
+  if (!opts.python.empty()) {
+    py_ = std::make_shared<PythonModel>(spec, opts);
+    auto root = register_module("py", std::make_shared<torch::nn::Module>());
+    for (auto& [name, t] : py_->parameters()) register_tree(*root, name, t, false);
+    for (auto& [name, t] : py_->buffers()) register_tree(*root, name, t, true);
+    obs_shift_ = register_buffer("obs_shift", torch::zeros({norm}));
+    obs_scale_ = register_buffer("obs_scale", torch::ones({norm}));
+    value_shift_ = register_buffer("value_shift", torch::zeros({1}));
+    value_scale_ = register_buffer("value_scale", torch::ones({1}));
+    return;
+  }
   int64_t in = spec.obs_size();
   const std::string encoder = resolve_encoder(opts.encoder, spec.obs_shape);
   if (encoder != "mlp") {
@@ -56,7 +93,6 @@ PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
     pi_->bias.zero_();
   }
   if (!spec.discrete) log_std_ = register_parameter("log_std", torch::full({out}, opts.log_std_init));
-  const int64_t norm = opts.obs_norm && !spec.obs_uint8 ? spec.obs_size() : 0;  // pixels are scaled, not normalised
   obs_shift_ = register_buffer("obs_shift", torch::zeros({norm}));
   obs_scale_ = register_buffer("obs_scale", torch::ones({norm}));
   value_shift_ = register_buffer("value_shift", torch::zeros({1}));
@@ -79,6 +115,15 @@ CoreOptions core_options(const ModelOptions& o, int64_t input) {
 }
 
 void validate_model_config(const Config& cfg, const envs::EnvSpec& spec) {
+  if (!cfg.model.python.empty()) {
+    if (cfg.learner.value_norm == "popart")
+      throw ConfigError(fmt::format("config key 'model.python' = \"{}\" with learner.value_norm = \"popart\": PopArt "
+                                    "rescales the built-in value head's weights, which a Python module does not have; "
+                                    "set learner.value_norm = \"none\"",
+                                    cfg.model.python));
+    PythonModel(spec, model_options(cfg)).check();  // rank 0, before any rank trains
+    return;
+  }
   const std::string encoder = resolve_encoder(cfg.model.encoder, spec.obs_shape);
   if (cfg.model.critic == "separate" && (encoder != "mlp" || cfg.model.core != "none"))
     throw ConfigError(fmt::format("config key 'model.critic' = \"separate\": expected the mlp encoder without a core "
@@ -100,11 +145,13 @@ ModelOptions model_options(const Config& cfg) {
   o.critic = cfg.model.critic;
   o.init = cfg.model.init;
   o.log_std_init = cfg.model.log_std_init;
+  o.python = cfg.model.python;
   return o;
 }
 
 int64_t state_size(const Config& cfg, const envs::EnvSpec& spec) {
   auto m = model_options(cfg);
+  if (!m.python.empty()) return python_state_size(spec, m);
   const std::string encoder = resolve_encoder(m.encoder, spec.obs_shape);
   int64_t torso_out = encoder == "nature_cnn" ? 512 : encoder == "impala_cnn" ? 256
                       : m.hidden.empty()      ? spec.obs_size()
@@ -146,22 +193,55 @@ PolicyOutput PolicyImpl::heads(const torch::Tensor& h, const torch::Tensor& obs)
   return {head, value_of(h, obs)};
 }
 
+torch::Tensor PolicyImpl::py_obs(const torch::Tensor& raw) const {
+  if (raw.scalar_type() == torch::kUInt8) return raw.to(torch::kFloat32).mul_(1.0 / 255);
+  return normalize_obs(raw.to(torch::kFloat32));
+}
+
+torch::Tensor PolicyImpl::py_value(const torch::Tensor& v) const { return torch::addcmul(value_shift_, v, value_scale_); }
+
 PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
+  if (py_) {  // [..., obs...] as one batch of steps from a zero state
+    TORCH_CHECK(py_->state_size() == 0, "Policy::forward is for feed-forward policies; use step() or unroll()");
+    std::vector<int64_t> lead(obs.sizes().begin(), obs.sizes().end() - obs_rank_);
+    std::vector<int64_t> flat{-1};
+    flat.insert(flat.end(), obs.sizes().end() - obs_rank_, obs.sizes().end());
+    torch::Tensor x = obs.reshape(flat);
+    torch::Tensor state = torch::zeros({x.size(0), 0}, x.options().dtype(torch::kFloat32));
+    PolicyOutput o = step(x, torch::zeros({x.size(0)}, state.options()), state);
+    std::vector<int64_t> dshape = lead;
+    dshape.push_back(o.dist.size(-1));
+    return {o.dist.reshape(dshape), o.value.reshape(lead)};
+  }
   TORCH_CHECK(!core_, "Policy::forward is for feed-forward policies; use step() or unroll() with a recurrent core");
   return heads(torso(obs), obs);
 }
 
 torch::Tensor PolicyImpl::initial_state(int64_t B) const {
+  if (py_) return py_->state_size() > 0 ? torch::zeros({B, py_->state_size()}, value_shift_.options()) : torch::Tensor();
   return core_ ? core_->initial_state(B, torch::TensorOptions().device(pi_->weight.device())) : torch::Tensor();
 }
 
 PolicyOutput PolicyImpl::unroll(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0) {
+  if (py_) {
+    const auto f = value_shift_.options();
+    torch::Tensor s0 = state0.defined() && py_->state_size() > 0 ? state0 : torch::zeros({obs.size(1), py_->state_size()}, f);
+    PolicyOutput o = py_->unroll(py_obs(obs), is_init.to(torch::kFloat32), s0);
+    return {o.dist, py_value(o.value)};
+  }
   auto h = torso(obs);
   if (core_) h = core_->sequence(h, state0, is_init).first;
   return heads(h, obs);
 }
 
 PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state) {
+  if (py_) {
+    torch::Tensor s = state.defined() && py_->state_size() > 0 ? state
+                                                                : torch::zeros({obs.size(0), py_->state_size()}, value_shift_.options());
+    PolicyOutput o = py_->step(py_obs(obs), is_init.to(torch::kFloat32), s);
+    if (py_->state_size() > 0) state = s;
+    return {o.dist, py_value(o.value)};
+  }
   auto h = torso(obs);
   if (core_) {
     auto [y, next] = core_->step(h, state, is_init);
@@ -172,6 +252,12 @@ PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_
 }
 
 ActBuffers PolicyImpl::act_buffers(int64_t B) const {
+  if (py_) {  // act() returns the module's rows in head: logits, or mean ++ log-std
+    ActBuffers b;
+    b.init = torch::zeros({B}, value_shift_.options());
+    b.head = torch::zeros({B, spec_.discrete ? spec_.num_actions : 2 * spec_.action_dim}, value_shift_.options());
+    return b;
+  }
   auto f = torch::TensorOptions().dtype(torch::kFloat32).device(pi_->weight.device());
   ActBuffers b;
   b.init = torch::zeros({B}, f);
@@ -190,6 +276,13 @@ ActBuffers PolicyImpl::act_buffers(int64_t B) const {
 
 const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& state, ActBuffers& buf) {
   torch::NoGradGuard no_grad;  // out= ops refuse inputs that require grad while grad mode is on
+  if (py_) {  // whole distribution rows; the state advanced in the caller's tensor
+    torch::Tensor s = state;
+    PolicyOutput o = step(raw, buf.init, s);
+    if (py_->state_size() > 0) state.copy_(s);
+    buf.head = o.dist.to(torch::kFloat32).contiguous();
+    return buf.head;
+  }
   torch::Tensor obs = raw;
   if (raw.scalar_type() == torch::kUInt8) obs = buf.pixels.copy_(raw).mul_(1.0 / 255);
   torch::Tensor h;
@@ -208,6 +301,10 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
 }
 
 torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Tensor& state) {
+  if (py_) {
+    torch::Tensor s = state.defined() ? state.clone() : state;
+    return step(obs, torch::zeros({obs.size(0)}, value_shift_.options()), s).value;
+  }
   if (separate_critic_) return value_of(torch::Tensor(), obs);  // the policy's torso is not needed
   auto h = torso(obs);
   if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, h.options())).first;

@@ -10,6 +10,7 @@
 #include "models/core.h"
 #include "models/encoders.h"
 #include "models/policy_model.h"
+#include "models/python_model.h"
 #include "models/state_size.h"
 
 namespace mpirl::models {
@@ -32,6 +33,9 @@ struct ModelOptions {
   // the policy head scaled by 0.01. CNN encoders and cores keep their own.
   std::string init = "default";
   double log_std_init = -0.5;  // box policies
+  // "file.py:factory": the network is that PyTorch module (models/python_model.h) and the options
+  // above except obs_norm/obs_norm_clip are the module's business; "" = the built-in network.
+  std::string python;
 };
 
 CoreOptions core_options(const ModelOptions& o, int64_t input);
@@ -74,8 +78,12 @@ class PolicyImpl : public PolicyModel {
   const torch::Tensor& log_std() const { return log_std_; }
   // Value of obs [B, obs...] continuing from `state` without changing it (truncation bootstrap).
   torch::Tensor value_after(const torch::Tensor& obs, const torch::Tensor& state) override;
-  bool recurrent() const { return core_ != nullptr; }
-  int64_t state_size() const override { return core_ ? core_->state_size() : 0; }
+  bool recurrent() const { return py_ ? py_->state_size() > 0 : core_ != nullptr; }
+  int64_t state_size() const override { return py_ ? py_->state_size() : core_ ? core_->state_size() : 0; }
+  // model.python: the network is a Python module (act() then returns whole distribution rows:
+  // logits, or mean ++ log-std, and log_std() is undefined).
+  bool python() const { return py_ != nullptr; }
+  PythonModel* python_model() { return py_.get(); }
   torch::Tensor initial_state(int64_t B) const override;
   const envs::EnvSpec& spec() const { return spec_; }
 
@@ -110,6 +118,9 @@ class PolicyImpl : public PolicyModel {
   torch::Tensor log_std_;
   torch::Tensor obs_shift_, obs_scale_, value_shift_, value_scale_;
   double obs_clip_ = 10;
+  std::shared_ptr<PythonModel> py_;
+  torch::Tensor py_obs(const torch::Tensor& raw) const;  // what the Python module sees: float32
+  torch::Tensor py_value(const torch::Tensor& v) const;   // its value in return units
 };
 TORCH_MODULE(Policy);
 

@@ -107,6 +107,8 @@ bool is_python_env(const std::string& id) {
   return false;
 }
 
+void ensure_python() { helper(); }
+
 void python_exec(const std::string& code) {
   helper();
   try {

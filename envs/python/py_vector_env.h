@@ -24,6 +24,10 @@ namespace mpirl::envs {
 // True for ids with a Python prefix (gym:, py:, ale:, envpool:, minatar:).
 bool is_python_env(const std::string& id);
 
+// Starts this process's embedded interpreter if it is not running yet (the Python mpirl was built
+// against; this thread then holds the GIL, as for Python envs). models/python_model.cpp uses it.
+void ensure_python();
+
 class PyVectorEnv final : public VectorEnv {
  public:
   // kwargs_json: a JSON object of extra keyword arguments for make_vec / the factory ("" = none).

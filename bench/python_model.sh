@@ -1,0 +1,69 @@
+#!/bin/bash
+# The same network built-in and as a Python module (model.python, its twin bench/python_twin.py),
+# in one invocation, as ratios:
+#   learner  build/bench_learner (eager updates on synthetic batches, no MPI): samples/s of the MLP
+#            and the LRU policy, built-in vs Python;
+#   actors   a CartPole run (configs/classic.toml, 4 ranks: 2 actors with local inference), env steps/s
+#            built-in vs Python, and the Python actors' cost per step over the built-in's.
+# The Python LRU twin runs its recurrence as a loop over time (python/mpirl_policy), not the scan.
+# Usage: bench/python_model.sh [--T 32] [--B 64] [--seconds 10] [--steps 200000] [--device cpu]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+T=32 B=64 SECONDS_EACH=10 STEPS=200000 DEVICE=cpu
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --T) T=$2; shift 2 ;;
+    --B) B=$2; shift 2 ;;
+    --seconds) SECONDS_EACH=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --device) DEVICE=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+TWIN='model.python="bench/python_twin.py:make"'
+OUT=$(mktemp -d /tmp/mpirl-python-model-XXXXXX)
+learner() {  # policy label sets...
+  local policy=$1 label=$2; shift 2
+  local sets=(--set 'learner.value_norm="none"')
+  for s in "$@"; do sets+=(--set "$s"); done
+  build/bench_learner --device "$DEVICE" --modes eager --policy "$policy" --T "$T" --B "$B" --seconds "$SECONDS_EACH" \
+    "${sets[@]}" | tail -1 | python3 -c "import json,sys; r=json.loads(sys.stdin.read()); print('$label', r['samples_per_s'])"
+}
+{
+  learner mlp builtin_mlp
+  learner mlp python_mlp "$TWIN"
+  learner lru builtin_lru
+  learner lru python_lru "$TWIN"
+} | tee "$OUT/learner.txt"
+actors() {  # label sets...
+  local label=$1; shift
+  local sets=()
+  for s in "$@"; do sets+=(--set "$s"); done
+  mpirun -n 4 --oversubscribe build/mpirl train --config configs/classic.toml --set 'learner.value_norm="none"' \
+    --set run.total_env_steps="$STEPS" --set run.out_dir="\"$OUT\"" --set run.name="\"$label\"" \
+    --set 'run.checkpoint="never"' --set run.tensorboard=false --set 'run.progress="lines"' "${sets[@]}" > "$OUT/$label.log" 2>&1
+  python3 -c "import json; s=json.load(open('$OUT/$label/summary.json')); print('$label', s['sps'])"
+}
+{
+  actors builtin_cartpole
+  actors python_cartpole "$TWIN"
+} | tee "$OUT/actors.txt"
+python3 - "$OUT" <<'PY'
+import sys
+out = sys.argv[1]
+v = {}
+for f in ("learner.txt", "actors.txt"):
+    for line in open(f"{out}/{f}"):
+        k, x = line.split()
+        v[k] = float(x)
+print("\n| what | built-in | Python module | Python / built-in |\n|---|---|---|---|")
+for what, b, p, unit in (("learner samples/s, MLP", "builtin_mlp", "python_mlp", ""),
+                         ("learner samples/s, LRU", "builtin_lru", "python_lru", ""),
+                         ("env steps/s, CartPole run", "builtin_cartpole", "python_cartpole", "")):
+    print(f"| {what} | {v[b]:.0f} | {v[p]:.0f} | {v[p] / v[b]:.2f} |")
+# 2 actor ranks step the envs; per env step each pays 1/SPS * 2 s of actor time.
+extra_us = (2 / v["python_cartpole"] - 2 / v["builtin_cartpole"]) * 1e6
+print(f"\nActors: {extra_us:.1f} us more per env step with the Python module (2 actors, "
+      f"{v['builtin_cartpole']:.0f} vs {v['python_cartpole']:.0f} env steps/s in all). Outputs: {out}")
+PY
