@@ -5,7 +5,8 @@
 #            and the LRU policy, built-in vs Python;
 #   actors   a CartPole run (configs/classic.toml, 4 ranks: 2 actors with local inference), env steps/s
 #            built-in vs Python, and the Python actors' cost per step over the built-in's.
-# The Python LRU twin runs its recurrence as a loop over time (python/mpirl_policy), not the scan.
+# The Python LRU twin runs its recurrence as python/mpirl_policy does, a loop over time, and, as
+# make_scan, through mpirl's scan operator (torch.ops.mpirl.linear_scan) as the built-in core does.
 # Usage: bench/python_model.sh [--T 32] [--B 64] [--seconds 10] [--steps 200000] [--device cpu]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ while [ $# -gt 0 ]; do
 done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TWIN='model.python="bench/python_twin.py:make"'
+TWIN_SCAN='model.python="bench/python_twin.py:make_scan"'
 OUT=$(mktemp -d /tmp/mpirl-python-model-XXXXXX)
 learner() {  # policy label sets...
   local policy=$1 label=$2; shift 2
@@ -35,6 +37,7 @@ learner() {  # policy label sets...
   learner mlp python_mlp "$TWIN"
   learner lru builtin_lru
   learner lru python_lru "$TWIN"
+  learner lru python_lru_scan "$TWIN_SCAN"
 } | tee "$OUT/learner.txt"
 actors() {  # label sets...
   local label=$1; shift
@@ -59,7 +62,8 @@ for f in ("learner.txt", "actors.txt"):
         v[k] = float(x)
 print("\n| what | built-in | Python module | Python / built-in |\n|---|---|---|---|")
 for what, b, p, unit in (("learner samples/s, MLP", "builtin_mlp", "python_mlp", ""),
-                         ("learner samples/s, LRU", "builtin_lru", "python_lru", ""),
+                         ("learner samples/s, LRU (Python: a loop over time)", "builtin_lru", "python_lru", ""),
+                         ("learner samples/s, LRU (Python: the scan operator)", "builtin_lru", "python_lru_scan", ""),
                          ("env steps/s, CartPole run", "builtin_cartpole", "python_cartpole", "")):
     print(f"| {what} | {v[b]:.0f} | {v[p]:.0f} | {v[p] / v[b]:.2f} |")
 # 2 actor ranks step the envs; per env step each pays 1/SPS * 2 s of actor time.
