@@ -9,34 +9,12 @@
 #include "envs/env.h"
 #include "models/core.h"
 #include "models/encoders.h"
+#include "models/model_options.h"
 #include "models/policy_model.h"
 #include "models/python_model.h"
 #include "models/state_size.h"
 
 namespace mpirl::models {
-
-struct ModelOptions {
-  std::string encoder = "auto";  // auto | mlp | nature_cnn | impala_cnn (models/encoders.h)
-  std::vector<int64_t> hidden{64, 64};  // the MLP encoder's layers (CNN encoders end in their own)
-  std::string activation = "tanh";
-  std::string core = "none";  // none | gru | lstm | lru | ssm | mingru | ffm
-  int64_t core_size = 128;    // H
-  int64_t core_state = 64;    // N (lru/ssm), memory traces (ffm)
-  bool obs_norm = false;      // float observations: (obs - obs_shift) * obs_scale, clipped
-  double obs_norm_clip = 10;
-  // "shared": the value head reads the policy's features; "separate": its own MLP (`critic0`,
-  // `critic1`, ... of the `hidden` widths) over the (normalised) observations, so that the value
-  // loss never moves the policy's torso. The mlp encoder without a core only.
-  std::string critic = "shared";
-  // "orthogonal": the MLP torso's and the critic's layers orthogonal with gain sqrt(2), the policy
-  // head with 0.01 and the value head with 1, biases 0 (PPO's usual set-up); "default": LibTorch's,
-  // the policy head scaled by 0.01. CNN encoders and cores keep their own.
-  std::string init = "default";
-  double log_std_init = -0.5;  // box policies
-  // "file.py:factory": the network is that PyTorch module (models/python_model.h) and the options
-  // above except obs_norm/obs_norm_clip are the module's business; "" = the built-in network.
-  std::string python;
-};
 
 CoreOptions core_options(const ModelOptions& o, int64_t input);
 // The model section of the config.

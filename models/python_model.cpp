@@ -11,7 +11,8 @@
 
 #include "core/error.h"
 #include "envs/python/py_vector_env.h"
-#include "models/policy.h"
+#include "models/model_options.h"
+#include "models/policy_model.h"
 
 namespace py = pybind11;
 
