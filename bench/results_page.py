@@ -178,64 +178,66 @@ def plots():
             memory_plot(plt, suite, rows)
             continue
         tasks = [t for t in SUITES[suite] if any(r["task"] == t for r in rows)]
-        cols = min(3, len(tasks))
-        nrow = (len(tasks) + cols - 1) // cols
-        fig, axes = plt.subplots(nrow, cols, figsize=(4.2 * cols, 3.2 * nrow), squeeze=False)
-        for i, t in enumerate(tasks):
-            ax = axes[i // cols][i % cols]
+        fig, axes = panel_grid(plt, len(tasks), 3, 4.2)
+        for ax, t in zip(axes, tasks):
             for r in sorted((r for r in rows if r["task"] == t), key=lambda r: r["seed"]):
-                path = os.path.join(RESULTS, suite, "curves", f"{t}-s{r['seed']}.csv")
-                if not os.path.exists(path):
-                    continue
-                with open(path) as f:
-                    c = list(csv.DictReader(f))
+                c = curve(suite, t, r["seed"])
                 held = r["seed"] not in TUNING
-                ax.plot([float(x["env_steps"]) for x in c], [float(x["mean_return"]) for x in c],
-                        ls="--" if held else "-", lw=1, label=f"seed {r['seed']}{' (held out)' if held else ''}")
+                if c:
+                    ax.plot(*c, ls="--" if held else "-", lw=1, label=f"seed {r['seed']}{' (held out)' if held else ''}")
             if SUITE_TASKS[t][2] is not None:
                 ax.axhline(SUITE_TASKS[t][2], color="grey", ls=":", lw=1, label="reference")
-            ax.set_title(env_of(t), fontsize=9)
-            ax.set_xlabel("env steps")
-            ax.set_ylabel("mean return (100 ep.)")
-            ax.legend(fontsize=6)
-        for j in range(len(tasks), nrow * cols):
-            axes[j // cols][j % cols].axis("off")
-        fig.tight_layout()
-        out = os.path.join(ROOT, "docs", "images", f"results-{suite}.png")
-        fig.savefig(out, dpi=80)
-        print(f"wrote {out}")
+        finish(fig, axes, [env_of(t) for t in tasks], suite)
+
+
+def curve(suite, task, seed):
+    """(env steps, 100-episode mean returns) of one run's committed curve, or None."""
+    path = os.path.join(RESULTS, suite, "curves", f"{task}-s{seed}.csv")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        c = list(csv.DictReader(f))
+    return [float(x["env_steps"]) for x in c], [float(x["mean_return"]) for x in c]
+
+
+def panel_grid(plt, n, cols, width):
+    """A figure of n panels, `cols` to a row (fewer when n is smaller); unused cells blank."""
+    cols = min(cols, n)
+    nrow = (n + cols - 1) // cols
+    fig, grid = plt.subplots(nrow, cols, figsize=(width * cols, 3.2 * nrow), squeeze=False)
+    for j in range(n, nrow * cols):
+        grid[j // cols][j % cols].axis("off")
+    return fig, [grid[i // cols][i % cols] for i in range(n)]
+
+
+def finish(fig, axes, titles, suite):
+    """Titles, axis labels and legends, then docs/images/results-SUITE.png."""
+    for ax, title in zip(axes, titles):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("mean return (100 ep.)")
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    out = os.path.join(ROOT, "docs", "images", f"results-{suite}.png")
+    fig.savefig(out, dpi=80)
+    print(f"wrote {out}")
 
 
 def memory_plot(plt, suite, rows):
     """One panel per task, a colour per core, a line per run (held-out seeds dashed)."""
     envs = [e for e in MEMORY_ENVS if any(memory_cell(r["task"])[0] == e for r in rows)]
-    cols = min(4, len(envs))
-    nrow = (len(envs) + cols - 1) // cols
-    fig, axes = plt.subplots(nrow, cols, figsize=(4.0 * cols, 3.2 * nrow), squeeze=False)
+    fig, axes = panel_grid(plt, len(envs), 4, 4.0)
     colours = dict(zip(MEMORY_CORES, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
-    for i, e in enumerate(envs):
-        ax = axes[i // cols][i % cols]
+    for ax, e in zip(axes, envs):
         labelled = set()
         for r in sorted(rows, key=lambda r: (MEMORY_CORES.index(memory_cell(r["task"])[1]), r["seed"])):
             env, core = memory_cell(r["task"])
-            path = os.path.join(RESULTS, suite, "curves", f"{r['task']}-s{r['seed']}.csv")
-            if env != e or not os.path.exists(path):
-                continue
-            with open(path) as f:
-                c = list(csv.DictReader(f))
-            ax.plot([float(x["env_steps"]) for x in c], [float(x["mean_return"]) for x in c], color=colours[core],
-                    ls="-" if r["seed"] in TUNING else "--", lw=0.8, label=None if core in labelled else core)
-            labelled.add(core)
-        ax.set_title(e, fontsize=9)
-        ax.set_xlabel("env steps")
-        ax.set_ylabel("mean return (100 ep.)")
-        ax.legend(fontsize=6)
-    for j in range(len(envs), nrow * cols):
-        axes[j // cols][j % cols].axis("off")
-    fig.tight_layout()
-    out = os.path.join(ROOT, "docs", "images", f"results-{suite}.png")
-    fig.savefig(out, dpi=80)
-    print(f"wrote {out}")
+            c = curve(suite, r["task"], r["seed"]) if env == e else None
+            if c:
+                ax.plot(*c, color=colours[core], ls="-" if r["seed"] in TUNING else "--", lw=0.8,
+                        label=None if core in labelled else core)
+                labelled.add(core)
+    finish(fig, axes, envs, suite)
 
 
 def main():

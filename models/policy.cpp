@@ -105,60 +105,6 @@ torch::Tensor PolicyImpl::normalize_obs(const torch::Tensor& obs) const {
   return ((flat - obs_shift_) * obs_scale_).clamp_(-obs_clip_, obs_clip_).view(obs.sizes());
 }
 
-CoreOptions core_options(const ModelOptions& o, int64_t input) {
-  CoreOptions c;
-  c.kind = o.core;
-  c.input = input;
-  c.hidden = o.core_size;
-  c.state = o.core_state;
-  return c;
-}
-
-void validate_model_config(const Config& cfg, const envs::EnvSpec& spec) {
-  if (!cfg.model.python.empty()) {
-    if (cfg.learner.value_norm == "popart")
-      throw ConfigError(fmt::format("config key 'model.python' = \"{}\" with learner.value_norm = \"popart\": PopArt "
-                                    "rescales the built-in value head's weights, which a Python module does not have; "
-                                    "set learner.value_norm = \"none\"",
-                                    cfg.model.python));
-    PythonModel(spec, model_options(cfg)).check();  // rank 0, before any rank trains
-    return;
-  }
-  const std::string encoder = resolve_encoder(cfg.model.encoder, spec.obs_shape);
-  if (cfg.model.critic == "separate" && (encoder != "mlp" || cfg.model.core != "none"))
-    throw ConfigError(fmt::format("config key 'model.critic' = \"separate\": expected the mlp encoder without a core "
-                                  "(encoder \"{}\", core \"{}\"); a recurrent or CNN policy shares its features with "
-                                  "the value head",
-                                  encoder, cfg.model.core));
-}
-
-ModelOptions model_options(const Config& cfg) {
-  ModelOptions o;
-  o.encoder = cfg.model.encoder;
-  o.hidden = cfg.model.hidden;
-  o.activation = cfg.model.activation;
-  o.core = cfg.model.core;
-  o.core_size = cfg.model.core_size;
-  o.core_state = cfg.model.core_state;
-  o.obs_norm = cfg.model.obs_norm;
-  o.obs_norm_clip = cfg.model.obs_norm_clip;
-  o.critic = cfg.model.critic;
-  o.init = cfg.model.init;
-  o.log_std_init = cfg.model.log_std_init;
-  o.python = cfg.model.python;
-  return o;
-}
-
-int64_t state_size(const Config& cfg, const envs::EnvSpec& spec) {
-  auto m = model_options(cfg);
-  if (!m.python.empty()) return python_state_size(spec, m);
-  const std::string encoder = resolve_encoder(m.encoder, spec.obs_shape);
-  int64_t torso_out = encoder == "nature_cnn" ? 512 : encoder == "impala_cnn" ? 256
-                      : m.hidden.empty()      ? spec.obs_size()
-                                              : m.hidden.back();
-  return core_state_size(core_options(m, torso_out));
-}
-
 torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
   // uint8 pixels travel as uint8 up to here and become floats in [0, 1] on the policy's device.
   const torch::Tensor obs = raw.scalar_type() == torch::kUInt8 ? raw.to(torch::kFloat32).mul_(1.0 / 255) : normalize_obs(raw);
@@ -309,57 +255,6 @@ torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Ten
   auto h = torso(obs);
   if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, h.options())).first;
   return value_of(h, obs);
-}
-
-torch::Tensor obs_rows(const envs::EnvSpec& spec, void* first, int64_t rows, int64_t row_stride) {
-  std::vector<int64_t> shape{rows}, strides{row_stride};
-  shape.insert(shape.end(), spec.obs_shape.begin(), spec.obs_shape.end());
-  for (size_t i = 0; i < spec.obs_shape.size(); ++i) {
-    int64_t st = 1;
-    for (size_t j = i + 1; j < spec.obs_shape.size(); ++j) st *= spec.obs_shape[j];
-    strides.push_back(st);
-  }
-  return torch::from_blob(first, shape, strides, spec.obs_uint8 ? torch::kUInt8 : torch::kFloat32);
-}
-
-bool all_finite(Policy& p) {
-  torch::NoGradGuard g;
-  std::vector<torch::Tensor> ok;
-  for (auto& t : p->parameters()) ok.push_back(torch::isfinite(t).all());
-  for (auto& t : p->buffers()) ok.push_back(torch::isfinite(t).all());
-  return ok.empty() || torch::stack(ok).all().item<bool>();
-}
-
-int64_t num_params(Policy& p) {
-  int64_t n = 0;
-  for (auto& t : p->parameters()) n += t.numel();
-  for (auto& t : p->buffers()) n += t.numel();
-  return n;
-}
-
-void write_flat(Policy& p, float* dst) {
-  torch::NoGradGuard g;
-  std::vector<torch::Tensor> all;  // one concatenation on the device, one copy to the host
-  for (auto& t : p->parameters()) all.push_back(t.detach().reshape({-1}));
-  for (auto& t : p->buffers()) all.push_back(t.detach().reshape({-1}));
-  auto v = torch::cat(all).to(torch::kCPU, torch::kFloat32).contiguous();
-  std::memcpy(dst, v.data_ptr<float>(), size_t(v.numel()) * sizeof(float));
-}
-
-void read_flat(Policy& p, const float* src) {
-  torch::NoGradGuard g;
-  auto params = p->parameters();
-  auto device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
-  int64_t np = 0;
-  for (auto& t : params) np += t.numel();
-  // A fresh tensor: the parameters become views of it, never of the caller's buffer.
-  auto v = torch::from_blob(const_cast<float*>(src), {num_params(p)}, torch::kFloat32).to(device, torch::kFloat32, false, true);
-  torch::nn::utils::vector_to_parameters(v.narrow(0, 0, np), params);
-  int64_t off = np;
-  for (auto& b : p->buffers()) {  // in place: the learner's normalisers hold these tensors
-    b.copy_(v.narrow(0, off, b.numel()).view_as(b));
-    off += b.numel();
-  }
 }
 
 }  // namespace mpirl::models
