@@ -32,6 +32,7 @@ Groups make_groups(int num_envs, int groups) {
 // Env group 0 is seeded as the whole actor was before groups existed; group g > 0 by a stream of it.
 Actor::Actor(const Config& cfg, const Comms& comms, int64_t segment)
     : cfg_(cfg), comms_(comms), E_(cfg.env.num_envs), T_(cfg.actor.rollout_len),
+      O_(rollout_overlap(cfg)),
       seed_(envs::mix_seed(cfg.run.seed, 0x5e9u + uint64_t(segment))), groups_(make_groups(E_, cfg.actor.env_groups)) {
   const uint64_t env_seed =
       envs::mix_seed(segment ? seed_ : cfg.run.seed, 1000003ull + uint64_t(comms.layout.actor_index(comms.rank)));
@@ -49,6 +50,7 @@ Actor::Actor(const Config& cfg, const Comms& comms, int64_t segment)
   slots_.resize(size_t(cfg.actor.max_inflight));
   for (auto& s : slots_) s.buf.resize(wire::kHeaderRegion + payload);
   boot_count_.assign(size_t(E_), 0);
+  overlap_state_.assign(O_ > 0 ? size_t(E_ * layout_->state_size()) : 0, 0.0f);
   ctl_.buf.resize(4096);
   // (actor.compress_obs = "zstd" on other observations is refused at start by rank 0.)
   if (cfg.actor.compress_obs != "none" && obs_compressible(spec_))
@@ -67,12 +69,14 @@ void Actor::run() {
                       T_ + 1);
   }
   size_t k = 0;
+  int64_t t0 = 0;  // the first rollout repeats nothing
   while (!stop_) {
-    if (!collect(*s)) break;
+    if (!collect(*s, t0)) break;
     send(*s);
     Slot* next = &slots_[++k % slots_.size()];
     if (!wait_for(*next)) break;
     carry_over(*s, *next);
+    t0 = O_;
     s = next;
   }
   finish();
@@ -155,8 +159,8 @@ void Actor::send(Slot& s) {
     MPIRL_MPI(MPI_Isend(s.buf.data(), int(total), MPI_BYTE, comms_.layout.replay_of(comms_.rank), kTagRollout, comms_.world,
                         &s.req));
   }
+  env_steps_sent_ += E_ * new_steps(T_, O_, seq_ - 1);  // (seq_ counted this rollout)
   --credits_;
-  env_steps_sent_ += E_ * T_;
 }
 
 // Stop: every inference request is settled, every rollout already sent is delivered, then

@@ -51,14 +51,16 @@ class Actor {
   bool wait_for(Slot& s);
   void send(Slot& s);
   void finish();
-  // Stepping the env groups into a slot (collect_rollout.cpp).
-  bool collect(Slot& s);
+  // Stepping the env groups into a slot from step t0 (collect_rollout.cpp): 0 for an actor's first
+  // rollout, O_ after it (the steps before t0 are the previous rollout's last O_, from carry_over).
+  bool collect(Slot& s, int64_t t0);
   void record_truncation(Slot& s, int g, int64_t e, int64_t t);
   void carry_over(Slot& from, Slot& to);
 
   const Config& cfg_;
   const Comms& comms_;
   const int64_t E_, T_;
+  const int64_t O_;  // rollout overlap (comm/seq_layout.h: rollout_overlap): R2D2's burn-in
   const uint64_t seed_;  // of a resumed run's segment
   Groups groups_;
   std::vector<std::unique_ptr<envs::VectorEnv>> venv_;  // one per env group; built-in or Python
@@ -67,9 +69,11 @@ class Actor {
   std::unique_ptr<GroupPolicy> policy_;  // local or central inference (actor/group_policy.h)
   std::vector<Slot> slots_;
   std::vector<int64_t> boot_count_;  // per env: boot slots used in the rollout being collected
+  std::vector<float> overlap_state_;  // [E, S]: each env's core state before step T - O (the next state0)
   MsgBuffer ctl_;  // the posted receive of the replay's control messages (4 KiB)
   int credits_ = 0;
   int64_t min_version_ = -1;
+  int64_t carried_version_ = -1;  // the previous rollout's version, for the steps repeated from it
   uint64_t seq_ = 0;
   int64_t env_steps_sent_ = 0;  // counted here; the replay and the learners count their own
   std::unique_ptr<ObsCodec> codec_;  // compressed observations (actor.compress_obs), else null

@@ -52,6 +52,10 @@ struct Groups {
   int of_env(int e) const;  // the group holding env e
 };
 
+// learner.algo = "r2d2": the epsilons of this actor's env.num_envs envs, rungs of one Ape-X ladder
+// over every env of every actor (models/sampler.h); empty for the other algorithms.
+std::vector<double> actor_epsilons(const Config& cfg, const Comms& comms);
+
 class LocalPolicy final : public GroupPolicy {
  public:
   LocalPolicy(const Config& cfg, const Comms& comms, const envs::EnvSpec& spec, const Groups& groups, uint64_t seed);
@@ -114,6 +118,7 @@ class RemotePolicy final : public GroupPolicy {
   std::vector<std::vector<int64_t>> discrete_;  // per group: int64 [n] (discrete specs)
   std::vector<std::vector<float>> box_;         // per group: float32 [n, A] (box specs)
   std::vector<float> state_;                   // [E, S]: each env's core state after its last step
+  std::vector<double> eps_;                    // [E] R2D2's epsilons, or empty
   int64_t version_ = -1;
   uint64_t seq_ = 0;
   bool stop_ = false, answered_once_ = false;

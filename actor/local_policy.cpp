@@ -13,14 +13,24 @@ int Groups::of_env(int e) const {
   return -1;
 }
 
+std::vector<double> actor_epsilons(const Config& cfg, const Comms& comms) {
+  if (cfg.learner.algo != "r2d2") return {};
+  const int64_t E = cfg.env.num_envs;
+  return models::epsilons({cfg.r2d2.epsilon_base, cfg.r2d2.epsilon_alpha}, comms.layout.actor_index(comms.rank) * E, E,
+                          comms.layout.actors() * E);
+}
+
 LocalPolicy::LocalPolicy(const Config& cfg, const Comms& comms, const envs::EnvSpec& spec, const Groups& groups,
                          uint64_t seed)
     : spec_(spec), groups_(groups), policy_(spec, models::model_options(cfg)),
       params_(comms.publish, models::num_params(policy_), cfg.actor.param_tests) {
   policy_->eval();
   // Group 0 samples with the actor's own seed: one group acts exactly as actors did before groups.
-  for (size_t i = 0; i < groups_.g.size(); ++i)
+  const std::vector<double> eps = actor_epsilons(cfg, comms);
+  for (size_t i = 0; i < groups_.g.size(); ++i) {
     acting_.emplace_back(policy_, groups_.g[i].n, i == 0 ? seed : envs::mix_seed(seed, 0x6a09e667u + i));
+    if (!eps.empty()) acting_.back().set_epsilons({eps.begin() + groups_.g[i].first, eps.begin() + groups_.g[i].first + groups_.g[i].n});
+  }
   flat_.resize(size_t(models::num_params(policy_)));
 }
 

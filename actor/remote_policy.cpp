@@ -20,6 +20,7 @@ RemotePolicy::RemotePolicy(const Config& cfg, const Comms& comms, const envs::En
     box_.emplace_back(spec_.discrete ? 0 : size_t(n * spec_.action_dim));
   }
   state_.assign(size_t(cfg.env.num_envs) * size_t(S_), 0.0f);
+  eps_ = actor_epsilons(cfg, comms);
 }
 
 const void* RemotePolicy::actions(int g) const {
@@ -132,7 +133,7 @@ bool RemotePolicy::act(int g, const void*, int64_t, const uint8_t*, int64_t, con
   const auto v = read_infer_reply(msg, spec_, S_, g, eg.first, eg.n, server_);
   version_ = msg.env.policy_version;
   void* acts = spec_.discrete ? static_cast<void*>(discrete_[size_t(g)].data()) : box_[size_t(g)].data();
-  sampler_.rows(v.dist, spec_.dist_size(), eg.n, acts, out, false);
+  sampler_.rows(v.dist, spec_.dist_size(), eg.n, acts, out, false, eps_.empty() ? nullptr : eps_.data() + eg.first);
   if (S_ > 0) std::memcpy(state_.data() + int64_t(eg.first) * S_, v.state, size_t(eg.n * S_) * sizeof(float));
   return true;
 }

@@ -58,7 +58,7 @@ PolicyFiles find_policy(const std::string& what) {
 int eval_main(const EvalOptions& o) {
   const std::string& run_dir = o.path;
   const int episodes = o.episodes;
-  const bool greedy = o.greedy;
+  bool greedy = o.greedy;
   const uint64_t seed = o.seed;
   try {
     if (o.threads > 0) torch::set_num_threads(o.threads);
@@ -74,6 +74,8 @@ int eval_main(const EvalOptions& o) {
     const PolicyFiles files = find_policy(run_dir);
     const fs::path cfg_path = files.config, model_path = files.model;
     Config cfg = load_run_config(cfg_path.string());
+    // An R2D2 policy's logits are advantages: the softmax over them means nothing; it acts greedily.
+    if (cfg.learner.algo == "r2d2") greedy = true;
     // Up to 8 envs in parallel (built-in or Python, as in training); env e plays a fixed quota of
     // episodes so that short episodes are not over-counted.
     // A video follows one env through its episodes.

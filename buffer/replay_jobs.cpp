@@ -18,7 +18,9 @@ ReplayCheckpoint ReplayServer::checkpoint_state() const {
   st.status = status();
   // The steps a resumed run counts as reported by actors: those accounted for here (a
   // non-final checkpoint comes before the actors' ActorDone).
-  st.status.actor_env_steps = c_.env_steps + c_.discarded_rollouts * cfg_.env.num_envs * layout_.T();
+  // (A discarded rollout is never an actor's first in practice: T - overlap new steps each.)
+  st.status.actor_env_steps =
+      c_.env_steps + c_.discarded_rollouts * cfg_.env.num_envs * (layout_.T() - rollout_overlap(cfg_));
   st.returns = episodes_.returns();
   st.lengths = episodes_.lengths();
   st.buffer = rb_.resume_state();

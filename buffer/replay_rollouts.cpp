@@ -126,7 +126,7 @@ void ReplayServer::received(const Incoming& in) {
     episodes_.add(stats.returns, stats.lengths, stats.n);
     rb_.commit_chunk(payload_offset, rows);
     ++c_.rollouts;
-    c_.env_steps += rows * layout_.T();
+    c_.env_steps += rows * new_steps(layout_.T(), rollout_overlap(cfg_), msg.env.seq);  // repeated steps once
     c_.episodes += int64_t(stats.n);
   }
   send_small(wire::Kind::RolloutAck, src, kTagActorCtl, false);

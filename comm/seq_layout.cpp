@@ -135,4 +135,6 @@ size_t sample_reply_capacity(const SeqLayout& layout, int64_t B, int learners) {
          wire::payload_bytes(sample_reply_arrays(layout, B, kMaxEpisodeStatsPerReply));
 }
 
+int64_t rollout_overlap(const Config& cfg) { return cfg.learner.algo == "r2d2" ? cfg.r2d2.burn_in : 0; }
+
 }  // namespace mpirl

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "comm/wire.h"
+#include "core/config.h"
 #include "envs/env.h"
 
 namespace mpirl {
@@ -94,6 +95,13 @@ size_t sample_reply_capacity(const SeqLayout& layout, int64_t B, int learners);
 // Where a SampleReply's payload starts: room for the largest envelope (its array descriptors and
 // the status: fixed fields, one int64 per learner, two strings of at most kMaxStatusString).
 size_t sample_reply_payload_offset(int learners);
+
+// Steps each rollout repeats from the end of the one before it (same actor, same envs): R2D2's
+// burn-in, so that every burn-in runs over the steps that really came before its sequence and every
+// step is trained on once; 0 for the other algorithms. An actor's first rollout repeats nothing.
+int64_t rollout_overlap(const Config& cfg);
+// The env steps rollout number `seq` of an actor (0, 1, ...) holds that no rollout before it did.
+inline int64_t new_steps(int64_t T, int64_t overlap, uint64_t seq) { return seq == 0 ? T : T - overlap; }
 
 // Boot slots for a sequence of T steps of an env with this spec.
 int64_t boot_slots(const envs::EnvSpec& spec, int64_t T);

@@ -83,6 +83,14 @@ struct Config {
     double log_std_init = -0.5;     // Gaussian policies: the state-independent log-std at the start
     std::string python;             // "file.py:factory": a PyTorch module instead of the built-in (models/python_model.h)
   } model;
+  struct R2D2 {  // learner.algo = "r2d2" (learner/algorithms/r2d2/)
+    int burn_in = 40;              // first steps of each sequence: the core's state only, no loss, no gradient
+    int n_step = 5;                // n of the n-step double-Q targets
+    int64_t target_period = 2500;  // optimizer steps between copies of the online network into the target
+    double priority_eta = 0.9;     // sequence priority: eta * max|delta| + (1 - eta) * mean|delta|
+    double rescale_eps = 1e-3;     // h(x) = sign(x) (sqrt(|x| + 1) - 1) + eps x
+    double epsilon_base = 0.4, epsilon_alpha = 7;  // env i of N: epsilon = base^(1 + alpha i / (N - 1))
+  } r2d2;
   struct Kernels {
     std::string scan_backend = "auto";  // "auto" | "native" | "aten" (kernels/scan.h)
   } kernels;

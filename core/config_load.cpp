@@ -109,6 +109,13 @@ void cross_validate(const Config& c) {
   if (c.learner.advantages == "gae" && c.learner.algo != "appo")
     bad(fmt::format("config key 'learner.advantages' = \"gae\": expected learner.algo = \"appo\" (algo is \"{}\": "
                     "IMPALA's policy gradient needs V-trace's off-policy correction)", c.learner.algo));
+  if (c.learner.algo == "r2d2" && c.learner.value_norm != "none")
+    bad("config key 'learner.value_norm' = \"popart\": learner.algo = \"r2d2\" needs \"none\" (its Q-values are "
+        "rescaled by h instead: r2d2.rescale_eps)");
+  if (c.learner.algo == "r2d2" && c.r2d2.burn_in >= c.actor.rollout_len)
+    bad(fmt::format("config key 'r2d2.burn_in' = {}: expected less than actor.rollout_len = {} (the steps after the "
+                    "burn-in are the ones trained on)",
+                    c.r2d2.burn_in, c.actor.rollout_len));
   if (c.env.num_envs > c.replay.capacity)
     bad(fmt::format("config key 'env.num_envs' = {}: expected at most replay.capacity = {} (one rollout must fit)",
                     c.env.num_envs, c.replay.capacity));

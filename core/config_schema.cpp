@@ -82,7 +82,7 @@ const Schema& schema() {
     m["replay.dump_interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.replay.dump_interval_s = v; });
     m["replay.dump_path"] = string_field({}, [](Config& c, std::string v) { c.replay.dump_path = v; });
     m["replay.restore"] = string_field({}, [](Config& c, std::string v) { c.replay.restore = v; });
-    m["learner.algo"] = string_field({"impala", "appo"}, [](Config& c, std::string v) { c.learner.algo = v; });
+    m["learner.algo"] = string_field({"impala", "appo", "r2d2"}, [](Config& c, std::string v) { c.learner.algo = v; });
     m["learner.device"] = string_field({"auto", "cpu", "cuda"}, [](Config& c, std::string v) { c.learner.device = v; });
     m["learner.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.learner.threads = int(v); });
     m["learner.batch_size"] = int_field(1, 1 << 20, [](Config& c, int64_t v) { c.learner.batch_size = int(v); });
@@ -145,6 +145,13 @@ const Schema& schema() {
     m["model.python"] = string_field({}, [](Config& c, std::string v) { c.model.python = v; });
     m["model.obs_norm"] = bool_field([](Config& c, bool v) { c.model.obs_norm = v; });
     m["model.obs_norm_clip"] = float_field(1e-3, 1e9, [](Config& c, double v) { c.model.obs_norm_clip = v; });
+    m["r2d2.burn_in"] = int_field(0, 1 << 16, [](Config& c, int64_t v) { c.r2d2.burn_in = int(v); });
+    m["r2d2.n_step"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.r2d2.n_step = int(v); });
+    m["r2d2.target_period"] = int_field(1, 9.0e15, [](Config& c, int64_t v) { c.r2d2.target_period = v; });
+    m["r2d2.priority_eta"] = float_field(0, 1, [](Config& c, double v) { c.r2d2.priority_eta = v; });
+    m["r2d2.rescale_eps"] = float_field(0, 1, [](Config& c, double v) { c.r2d2.rescale_eps = v; });
+    m["r2d2.epsilon_base"] = float_field(0, 1, [](Config& c, double v) { c.r2d2.epsilon_base = v; });
+    m["r2d2.epsilon_alpha"] = float_field(0, 1000, [](Config& c, double v) { c.r2d2.epsilon_alpha = v; });
     m["eval.interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.eval.interval_s = v; });
     m["eval.episodes"] = int_field(1, 100000, [](Config& c, int64_t v) { c.eval.episodes = int(v); });
     m["eval.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.eval.threads = int(v); });

@@ -44,11 +44,16 @@ nlohmann::json RunController::snapshot() const {
     if (auto r = inference_->row(); !r.is_null()) j["inference"] = r;  // the inference ranks' last windows
   if (last_.last.total.defined()) {
     j["loss_total"] = last_.last.total.item<double>();
-    j["loss_policy"] = last_.last.policy.item<double>();
-    j["loss_value"] = last_.last.value.item<double>();
-    j["entropy"] = last_.last.entropy.item<double>();
-    j["mean_rho"] = last_.last.mean_rho.item<double>();
-    j["clip_fraction"] = last_.last.clip_fraction.item<double>();
+    // What the algorithm has (R2D2: a TD loss and the mean Q, no policy term or entropy).
+    auto put = [&](const char* k, const torch::Tensor& t) {
+      if (t.defined()) j[k] = t.item<double>();
+    };
+    put("loss_policy", last_.last.policy);
+    put("loss_value", last_.last.value);
+    put("entropy", last_.last.entropy);
+    put("mean_rho", last_.last.mean_rho);
+    put("clip_fraction", last_.last.clip_fraction);
+    put("q_mean", last_.last.q_mean);
     j["grad_norm"] = last_.grad_norm.item<double>();
     j["lr"] = last_.lr;
     j["entropy_coef"] = last_.entropy_coef;
@@ -86,8 +91,9 @@ void RunController::log(bool final) {
       fmt::format("return {:7.1f}", num("mean_return")),
       fmt::format("{} {:>8.0f} samples/s", learner_label, num("learner_samples_per_s")),
       fmt::format("lag {:.1f}/{}", last_lag_mean_, last_lag_max_),
-      fmt::format("loss pi {:+.3f} v {:.3f} ent {:.3f}", j.value("loss_policy", 0.0), j.value("loss_value", 0.0),
-                  j.value("entropy", 0.0)),
+      j.contains("q_mean") ? fmt::format("loss td {:.4f} Q {:.2f}", j.value("loss_value", 0.0), j.value("q_mean", 0.0))
+                           : fmt::format("loss pi {:+.3f} v {:.3f} ent {:.3f}", j.value("loss_policy", 0.0),
+                                         j.value("loss_value", 0.0), j.value("entropy", 0.0)),
       fmt::format("replay {}/{}", status_.fill, status_.capacity)};
   if (j.contains("inference")) {  // central inference: rows per forward pass, request latency
     const auto& in = j["inference"];

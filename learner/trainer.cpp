@@ -56,6 +56,7 @@ Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device dev
       lo_(loss_options(cfg)),
       mode_(resolve(mode, cfg, device)),
       obs_norm_(policy_, average, learners) {
+  algo_->attach(model_, [this] { return make_policy(cfg_, spec_, device_).ptr(); });
   params_ = model_->parameters();
   optim_ = make_optimizer(cfg, params_);
   if (cfg.learner.entropy_schedule != "constant")
@@ -85,7 +86,7 @@ void Trainer::bootstrap(TrainBatch& batch, const BootInputs& boot) {
   batch.trunc_value = torch::zeros_like(batch.rewards);
   if (boot.count == 0) return;
   torch::NoGradGuard g;
-  auto v = model_->value_after(boot.obs, boot.state);
+  auto v = algo_->bootstrap_value(*model_, boot.obs, boot.state);
   batch.trunc_value.index_put_({boot.t, boot.b}, v.to(batch.trunc_value.scalar_type()));
 }
 
@@ -109,7 +110,7 @@ StepFns Trainer::step_fns() {
   StepFns f;
   f.grad = [this](const TrainBatch& b) {
     optim_->zero_grad(true);
-    auto out = model_->unroll(b.obs, b.is_init, b.state0);
+    auto out = algo_->forward(*model_, b);
     LossTerms l = algo_->loss(spec_, b, out, lo_);
     l.total = l.total * (1 + nan_);  // x 1, or from the test hook on x NaN: NaN loss and gradients
     {
@@ -157,7 +158,7 @@ namespace {
 LossTerms own(const LossTerms& l) {
   auto c = [](const torch::Tensor& t) { return t.defined() ? t.detach().clone() : t; };
   return {c(l.total),         c(l.policy),     c(l.value),       c(l.entropy),       c(l.clip_fraction),
-          c(l.mean_rho),      c(l.priorities), c(l.target_mean), c(l.target_sq_mean)};
+          c(l.mean_rho),      c(l.priorities), c(l.target_mean), c(l.target_sq_mean), c(l.q_mean)};
 }
 }  // namespace
 
@@ -183,6 +184,7 @@ UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
     for (int64_t s = 0; s < B; s += mb) {
       // A static step copies the slice into its buffers; one minibatch is the batch itself.
       o = step(mb == B ? batch : batch.slice_batch(s, s + mb));
+      algo_->after_step();
       ++r.steps;
       if (ep == 0) prios.push_back(copies ? o.loss.priorities.clone() : o.loss.priorities);
     }
@@ -206,6 +208,11 @@ void Trainer::save(torch::serialize::OutputArchive& ar) {
   if (popart_) {
     popart_->save(popart);
     ar.write("popart", popart);
+  }
+  if (algo_->has_state()) {
+    torch::serialize::OutputArchive a;
+    algo_->save(a);
+    ar.write("algorithm", a);
   }
   at::Generator cpu = at::detail::getDefaultCPUGenerator();
   {
@@ -234,6 +241,12 @@ void Trainer::load(torch::serialize::InputArchive& ar) {
       throw Error("learner.pt has no PopArt statistics: saved with learner.value_norm = \"none\" or by an mpirl "
                   "before PopArt; resume it with --set learner.value_norm='\"none\"'");
     popart_->load(popart);
+  }
+  if (algo_->has_state()) {
+    torch::serialize::InputArchive a;
+    if (!ar.try_read("algorithm", a))
+      throw Error(fmt::format("learner.pt has no state of learner.algo = \"{}\" (saved by another algorithm)", algo_->name()));
+    algo_->load(a);
   }
   static_.reset();  // captured against the tensors before the load: captured again at the next update
   torch::Tensor rng;

@@ -47,6 +47,7 @@ class Trainer {
   Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device device, GradientReducer& reducer,
           StepMode mode = StepMode::Auto, AverageFn average = {}, int learners = 1);
   models::Policy& policy() { return policy_; }
+  Algorithm& algorithm() { return *algo_; }
   torch::Device device() const { return device_; }
   StepMode mode() const { return mode_; }
   // Until the gradient average of the last step has completed (GradientReducer::wait).

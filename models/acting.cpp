@@ -8,6 +8,7 @@ namespace mpirl::models {
 Acting::Acting(Policy policy, int64_t num_envs, uint64_t seed)
     : policy_(std::move(policy)), spec_(policy_->spec()), E_(num_envs), buf_(policy_->act_buffers(num_envs)),
       state_(policy_->initial_state(num_envs)), sampler_(spec_, seed) {
+  TORCH_CHECK(eps_.empty() || int64_t(eps_.size()) == E_, "Acting: ", eps_.size(), " epsilons for ", E_, " envs");
   TORCH_CHECK(buf_.head.device().is_cpu(), "Acting runs the policy on the CPU (it is on ", buf_.head.device(), ")");
   if (spec_.discrete) {
     discrete_.resize(size_t(E_));
@@ -26,11 +27,11 @@ void Acting::step(const torch::Tensor& obs, const uint8_t* is_init, int64_t init
   const float* h = head.data_ptr<float>();
   if (policy_->python()) {  // whole rows: logits, or mean ++ log-std
     void* actions = spec_.discrete ? static_cast<void*>(discrete_.data()) : static_cast<void*>(box_.data());
-    sampler_.rows(h, head.size(1), E_, actions, out, greedy);
+    sampler_.rows(h, head.size(1), E_, actions, out, greedy, eps_.empty() ? nullptr : eps_.data());
     return;
   }
   if (spec_.discrete) {
-    sampler_.discrete(h, spec_.num_actions, E_, discrete_.data(), out, greedy);
+    sampler_.discrete(h, spec_.num_actions, E_, discrete_.data(), out, greedy, eps_.empty() ? nullptr : eps_.data());
   } else {
     const torch::Tensor log_std = policy_->log_std().contiguous();
     sampler_.box(h, spec_.action_dim, log_std.data_ptr<float>(), 0, E_, box_.data(), out, greedy);

@@ -27,6 +27,8 @@ class Acting {
   // apart. Samples one action per env (greedy: the mode, with logp of the mode) into actions().
   void step(const torch::Tensor& obs, const uint8_t* is_init, int64_t init_stride, const Rows& out,
             bool greedy = false);
+  // R2D2's actors: env e acts epsilon-greedily with eps[e] (models/sampler.h); empty: samples the softmax.
+  void set_epsilons(std::vector<double> eps) { eps_ = std::move(eps); }
   // The last step's actions: E int64 (discrete) or E x A float32 (box), contiguous.
   const int64_t* discrete_actions() const { return discrete_.data(); }
   const float* box_actions() const { return box_.data(); }
@@ -45,6 +47,7 @@ class Acting {
   Sampler sampler_;
   std::vector<int64_t> discrete_;
   std::vector<float> box_;
+  std::vector<double> eps_;  // per env (R2D2), or empty
 };
 
 }  // namespace mpirl::models

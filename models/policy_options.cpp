@@ -18,6 +18,10 @@ CoreOptions core_options(const ModelOptions& o, int64_t input) {
 }
 
 void validate_model_config(const Config& cfg, const envs::EnvSpec& spec) {
+  if (cfg.learner.algo == "r2d2" && !spec.discrete)
+    throw ConfigError(fmt::format("config key 'learner.algo' = \"r2d2\": expected an env with discrete actions (env "
+                                  "'{}' has a Box of {}); R2D2 takes the largest of a finite set of Q-values",
+                                  spec.id, spec.action_dim));
   if (!cfg.model.python.empty()) {
     if (cfg.learner.value_norm == "popart")
       throw ConfigError(fmt::format("config key 'model.python' = \"{}\" with learner.value_norm = \"popart\": PopArt "

@@ -52,12 +52,31 @@ Sampler::Sampler(const envs::EnvSpec& spec, uint64_t seed) : spec_(spec), rng_(s
   if (spec_.discrete) scratch_.resize(size_t(spec_.num_actions));
 }
 
+double apex_epsilon(int64_t i, int64_t n, double base, double alpha) {
+  return n <= 1 ? base : std::pow(base, 1.0 + alpha * double(i) / double(n - 1));
+}
+
+std::vector<double> epsilons(const EpsilonLadder& l, int64_t first, int64_t count, int64_t total) {
+  std::vector<double> v(static_cast<size_t>(count));
+  for (int64_t e = 0; e < count; ++e) v[size_t(e)] = apex_epsilon(first + e, total, l.base, l.alpha);
+  return v;
+}
+
 void Sampler::discrete(const float* logits, int64_t stride, int64_t n, int64_t* actions, const Rows& out,
-                       bool greedy) {
+                       bool greedy, const double* eps) {
   const int64_t L = spec_.num_actions;
   double* g = scratch_.data();
   for (int64_t e = 0; e < n; ++e) {
     const float* l = logits + e * stride;
+    if (eps && !greedy) {  // epsilon-greedy: uniform with probability eps, else the first largest logit
+      const int64_t best = std::max_element(l, l + L) - l;
+      const bool explore = rng_.uniform() < eps[e];
+      const int64_t a = explore ? std::min<int64_t>(L - 1, int64_t(rng_.uniform() * double(L))) : best;
+      actions[e] = a;
+      if (out.logp) out.logp[e * out.logp_stride] = float(std::log((a == best ? 1 - eps[e] : 0.0) + eps[e] / double(L)));
+      if (out.dist && out.dist + e * out.dist_stride != l) std::memcpy(out.dist + e * out.dist_stride, l, size_t(L) * sizeof(float));
+      continue;
+    }
     const double m = *std::max_element(l, l + L);
     double sum = 0;
     for (int64_t j = 0; j < L; ++j) sum += std::exp(double(l[j]) - m);
@@ -92,8 +111,9 @@ void Sampler::box(const float* mean, int64_t mean_stride, const float* log_std, 
   }
 }
 
-void Sampler::rows(const float* dist, int64_t stride, int64_t n, void* actions, const Rows& out, bool greedy) {
-  if (spec_.discrete) return discrete(dist, stride, n, static_cast<int64_t*>(actions), out, greedy);
+void Sampler::rows(const float* dist, int64_t stride, int64_t n, void* actions, const Rows& out, bool greedy,
+                   const double* eps) {
+  if (spec_.discrete) return discrete(dist, stride, n, static_cast<int64_t*>(actions), out, greedy, eps);
   box(dist, stride, dist + spec_.action_dim, stride, n, static_cast<float*>(actions), out, greedy);
 }
 

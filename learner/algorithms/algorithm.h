@@ -1,10 +1,13 @@
 #pragma once
 // An algorithm behind one small interface: its targets and loss over a (mini)batch, and how one
-// update splits a batch into optimizer steps. The Trainer (learner/trainer.h) owns what every
+// update splits a batch into optimizer steps; an algorithm with networks of its own (R2D2's target
+// network) builds them in attach(), keeps them in step with after_step() and saves them with the
+// learner's checkpoint. The Trainer (learner/trainer.h) owns what every
 // algorithm shares: the policy's unroll, backward, the gradient all-reduce, clipping, the finite
 // guard, the optimizer and the CUDA graph. An algorithm is a file (or a folder) of its own in
 // learner/algorithms/, entered in make_algorithm's table (make_algorithm.cpp); the actor-critic ones
 // share their V-trace targets (actor_critic.h).
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,11 +35,12 @@ struct LossOptions {
 LossOptions loss_options(const Config& cfg);
 
 struct LossTerms {
-  torch::Tensor total, policy, value, entropy;  // scalars (entropy: mean entropy, not its loss)
+  torch::Tensor total, policy, value, entropy;  // scalars (entropy: mean entropy, not its loss; R2D2: value only)
   torch::Tensor clip_fraction;                  // APPO only: share of clipped ratios
   torch::Tensor mean_rho;                       // mean exp(log rho)
   torch::Tensor priorities;                     // [B] new replay priorities: mean |vs - V| per sequence
   torch::Tensor target_mean, target_sq_mean;    // mean and mean square of the value targets vs (kept steps)
+  torch::Tensor q_mean;                         // R2D2 only: mean Q of the actions taken, in return units
 };
 
 class Algorithm {
@@ -51,6 +55,26 @@ class Algorithm {
   // Runs inside the (possibly captured) optimizer step: device work only, no host sync.
   virtual LossTerms loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                          const LossOptions& o) const = 0;
+
+  // The policy's outputs that loss() takes: the unroll over the whole sequence, obs [T+1, B] (R2D2:
+  // from the end of its burn-in). Runs inside the optimizer step, as loss() does.
+  virtual models::PolicyOutput forward(models::PolicyModel& m, const TrainBatch& b) const {
+    return m.unroll(b.obs, b.is_init, b.state0);
+  }
+  // Where a truncated episode bootstraps, in return units: obs [m, obs...] continuing from state
+  // [m, S] (undefined without a core). Outside the optimizer step, without gradient.
+  virtual torch::Tensor bootstrap_value(models::PolicyModel& m, const torch::Tensor& obs, const torch::Tensor& state) const {
+    return m.value_after(obs, state);
+  }
+  // Once, beside the trainer's policy: `make` builds another policy of the same shape on its device.
+  using MakeModel = std::function<std::shared_ptr<models::PolicyModel>()>;
+  virtual void attach(const std::shared_ptr<models::PolicyModel>& online, const MakeModel& make) {}
+  // After every optimizer step (skipped ones included, so that every learner counts the same).
+  virtual void after_step() {}
+  // State of its own in the learner's checkpoint (learner.pt's "algorithm"); has_state() false: none.
+  virtual bool has_state() const { return false; }
+  virtual void save(torch::serialize::OutputArchive&) const {}
+  virtual void load(torch::serialize::InputArchive&) {}
 };
 
 }  // namespace mpirl::learner

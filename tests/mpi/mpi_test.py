@@ -60,13 +60,18 @@ def config_of(run_dir):
         return tomllib.load(f)
 
 
+def overlap(cfg):
+    """Steps each rollout repeats from the one before (R2D2: its burn-in); an actor's first repeats none."""
+    return cfg.get("r2d2", {}).get("burn_in", 0) if cfg["learner"]["algo"] == "r2d2" else 0
+
+
 def finished_run(p, run_dir, min_steps, exit_code=0):
     """Checks a finished run against counts kept independently by the actors, the replay and the
     learners (each process counts its own; the test compares them)."""
     check(p.returncode == exit_code, f"exit code {exit_code} (got {p.returncode})")
     s = summary(run_dir)
     cfg = config_of(run_dir)
-    E, T = cfg["env"]["num_envs"], cfg["actor"]["rollout_len"]
+    E, T = cfg["env"]["num_envs"], cfg["actor"]["rollout_len"] - overlap(cfg)
     check(s["replay_final"] is True, "summary written again after the replay's goodbye")
     check(s["env_steps"] >= min_steps, f"env_steps {s['env_steps']} >= {min_steps}")
     check(s["learner_updates"] > 0, f"learner_updates {s['learner_updates']} > 0")
@@ -83,7 +88,7 @@ def finished_run(p, run_dir, min_steps, exit_code=0):
     # Actors count what they sent; the replay counts what it stored and what it discarded at the stop.
     check(r["actor_env_steps"] == r["env_steps"] + r["discarded_rollouts"] * E * T,
           f"actors sent {r['actor_env_steps']} env steps = replay stored {r['env_steps']} + discarded "
-          f"{r['discarded_rollouts']} rollouts x {E * T}")
+          f"{r['discarded_rollouts']} rollouts x {E * T} new steps")
     # Learners count the sequences they received (those drained at the stop too); the replay counts
     # what it sampled for each learner.
     check(lc["summed_over_learners"] and lc["received"] == r["sampled"] == sum(r["sampled_by_learner"]),
@@ -210,7 +215,7 @@ def no_step_counted_twice(before, after, run_dir):
     """Across a resume: the env steps stored after it equal what the resumed actors say they sent
     (less what was discarded at the stop), so nothing from before is counted again."""
     cfg = config_of(run_dir)
-    ET = cfg["env"]["num_envs"] * cfg["actor"]["rollout_len"]
+    ET = cfg["env"]["num_envs"] * (cfg["actor"]["rollout_len"] - overlap(cfg))
     b, a = before["replay"], after["replay"]
     sent = a["actor_env_steps"] - b["actor_env_steps"]
     stored = a["env_steps"] - b["env_steps"]

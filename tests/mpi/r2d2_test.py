@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""R2D2 (learner.algo = "r2d2", configs/r2d2_cartpole.toml), in mpi_test.py's style:
+  learn_cartpole_r2d2          one replay, local inference: CartPole to a mean return >= 400
+  r2d2_overlapping_sequences   each rollout repeats the last r2d2.burn_in steps of the one before
+                               (replay dump: observations, actions, rewards, episode ends, behaviour
+                               rows, truncation records); env steps counted once
+  r2d2_shards_central_resume   two replay shards and central inference; the run ends at 50k env
+                               steps with a checkpoint, is resumed (Q-learning items, priorities,
+                               target network) and learns CartPole to >= 400 in its second segment
+Run one: r2d2_test.py --mpirl build/mpirl CASE"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_test  # noqa: E402
+from learning_test import learn_to  # noqa: E402
+from mpi_test import check, finished_run, run  # noqa: E402
+
+CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs",
+                      "r2d2_cartpole.toml")
+
+
+def check_r2d2_rows(d):
+    rows = [json.loads(line) for line in open(os.path.join(d, "metrics.jsonl")) if line.strip()]
+    trained = [r for r in rows if "loss_value" in r]
+    check(trained and all("q_mean" in r and "entropy" not in r and "loss_policy" not in r for r in trained),
+          f"{len(trained)} metrics rows carry R2D2's TD loss and mean Q, and no policy loss or entropy")
+    return trained
+
+
+def case_learn_cartpole_r2d2(args):
+    s = learn_to(args, "CartPole-v1 r2d2", [], 450, 400, 300000, config="r2d2_cartpole.toml")
+    r = s["replay"]
+    check(r["priority_updates"] > 0, f"the learner sent priorities back ({r['priority_updates']} applied)")
+    check(r["sampled"] >= 3 * r["inserted"], f"replay ratio: {r['sampled']} sampled for {r['inserted']} inserted "
+          f"(samples_per_insert 4, sampling only from 256 items on)")
+
+
+def case_r2d2_overlapping_sequences(args):
+    # Synthetic truncates every 7 steps: truncation records fall inside the repeated steps too.
+    T, O, E = 10, 4, 8
+    p, dt, d = run(args, 4, ['env.id="Synthetic"', "env.episode_length=7", f"env.num_envs={E}", f"actor.rollout_len={T}",
+                             f"r2d2.burn_in={O}", 'model.core="lru"', "model.core_state=8", "model.core_size=16",
+                             "replay.capacity=8192", "run.total_env_steps=12000", "learner.batch_size=16"], 300,
+                   config=CONFIG)
+    s = finished_run(p, d, 12000)
+    import h5py
+    import numpy as np
+    with h5py.File(os.path.join(d, "replay.h5"), "r") as f:
+        it = {k: f["items"][k][...] for k in f["items"]}
+        check(f.attrs["evicted"] == 0, "the dump holds every item sent")
+    order = np.argsort(it["insert_seq"])
+    streams = {}
+    for i in order:
+        streams.setdefault((int(it["actor"][i]), int(it["env_index"][i])), []).append(i)
+    check(len(streams) == 2 * E, f"{len(streams)} env streams (2 actors x {E} envs)")
+    pairs = boots = back = 0
+    for key, items in streams.items():
+        for a, b in zip(items, items[1:]):
+            for name, sl_a, sl_b in (("obs", slice(T - O, T + 1), slice(0, O + 1)), ("is_init", slice(T - O, T + 1), slice(0, O + 1)),
+                                     ("action", slice(T - O, T), slice(0, O)), ("reward", slice(T - O, T), slice(0, O)),
+                                     ("terminated", slice(T - O, T), slice(0, O)), ("truncated", slice(T - O, T), slice(0, O)),
+                                     ("logp", slice(T - O, T), slice(0, O)), ("dist", slice(T - O, T), slice(0, O))):
+                if not np.array_equal(it[name][a][sl_a], it[name][b][sl_b]):
+                    check(False, f"stream {key}: item {b} does not start with item {a}'s last steps of {name}")
+            carried = [(int(st) - (T - O), it["boot_obs"][a][k]) for k, st in enumerate(it["boot_step"][a]) if st >= T - O]
+            got = [(int(st), it["boot_obs"][b][k]) for k, st in enumerate(it["boot_step"][b]) if 0 <= st < O]
+            if len(carried) != len(got) or any(x[0] != y[0] or not np.array_equal(x[1], y[1]) for x, y in zip(carried, got)):
+                check(False, f"stream {key}: item {b}'s truncation records in the repeated steps are not item {a}'s")
+            boots += len(carried)
+            pairs += 1
+        back += int(any(it["version"][b] < it["version"][a] for a, b in zip(items, items[1:])))
+    check(back == 0, "the parameters' version never goes back along a stream")
+    check(pairs > 0 and boots > 0, f"{pairs} consecutive pairs repeat {O} steps each, {boots} truncation records carried")
+    rollouts = s["replay"]["rollouts"]
+    want = 2 * E * T + (rollouts - 2) * E * (T - O)  # each actor's first rollout is new throughout
+    check(s["env_steps"] == want, f"{s['env_steps']} env steps = {rollouts} rollouts less the repeated steps ({want})")
+
+
+def case_r2d2_shards_central_resume(args):
+    sets = ["roles.replays=2", 'actor.inference="central"', "run.log_interval_s=2"]
+    p, dt, d = run(args, 6, [*sets, "run.total_env_steps=50000"], 600, config=CONFIG)
+    s = finished_run(p, d, 50000)
+    roles = {r["rank"]: r["role"] for r in s["ranks"]}
+    check(roles == {0: "learner", 1: "replay", 2: "replay", 3: "inference", 4: "actor", 5: "actor"}, f"rank table {roles}")
+    check(s["final_checkpoint_written"], "the first segment ends with a checkpoint")
+    check_r2d2_rows(d)
+    ckpt = mpi_test.latest_checkpoint(d)
+    st, rs, done = mpi_test.checkpoint_facts(ckpt)
+    check(rs["items"] > 0 and "replay.shard1.h5" in done["files"], f"both shards checkpointed ({rs['items']} items in shard 0)")
+    p2, dt2, _ = mpi_test.run_resume(args, d, ["run.total_env_steps=400000", "run.stop_mean_return=450"], 900, n=6)
+    s2 = finished_run(p2, d, 1)
+    rows = {r["role"]: r for r in map(json.loads, open(os.path.join(d, "resumed.jsonl")))}
+    check(rows["learner"]["version"] == st["version"], f"learner resumed at update {rows['learner']['version']}")
+    check(s2["segment"] == 1 and s2["learner_updates"] > st["version"], "the second segment went on from the checkpoint")
+    r = s2["final_mean_return"]
+    print(f"RESULT CartPole-v1 r2d2, 2 shards, central inference, resumed at {st['env_steps']} env steps: mean return {r} "
+          f"after {s2['env_steps']} env steps ({s2['stop_reason']})")
+    check(r is not None and r >= 400, f"mean return {r} >= 400 after the resume")
+
+
+if __name__ == "__main__":
+    mpi_test.main(globals())
