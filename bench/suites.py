@@ -87,6 +87,21 @@ for _id in MEMORY_ENVS:
         SUITE_REFERENCES[_name] = "-"
         SUITES.setdefault("memory", []).append(_name)
 
+# R2D2 (issue 43; configs/r2d2_*.toml): MinAtar's five games against the MinAtar paper's DQN at 5M
+# frames (its curves, as the issue reads them: about 17, 10, 50, 20 and 43; the package's settings,
+# sticky actions 0.1 and no cap, where mpirl's R2D2 runs gymnax's preset as the APPO suite does), and
+# CartPole against CleanRL's PPO figure (no DQN figure at this budget is quoted here).
+R2D2_MINATAR = {"Asterix-MinAtar": 17.0, "Breakout-MinAtar": 10.0, "Freeway-MinAtar": 50.0, "Seaquest-MinAtar": 20.0,
+                "SpaceInvaders-MinAtar": 43.0}
+for _id, _ref in R2D2_MINATAR.items():
+    _name = "r2d2_minatar_" + _id.split("-")[0].lower()
+    SUITE_TASKS[_name] = ("r2d2_minatar.toml", [f'env.id="{_id}"'], _ref, 5_000_000, 3600)
+    SUITE_REFERENCES[_name] = f"MinAtar paper DQN: about {_ref} at 5M frames (read off its curves)"
+    SUITES.setdefault("r2d2_minatar", []).append(_name)
+SUITE_TASKS["r2d2_cartpole"] = ("r2d2_cartpole.toml", [], 490.04, 600_000, 1800)
+SUITE_REFERENCES["r2d2_cartpole"] = "CleanRL ppo.py: 490.04 +- 6.12 at 500k steps (3 seeds)"
+SUITES["r2d2_classic"] = ["r2d2_cartpole"]
+
 
 def memory_cell(task):
     """(env id, core) of a memory suite task, or None for other suites' tasks."""

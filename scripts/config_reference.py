@@ -51,7 +51,7 @@ def parse(path=DEFAULT):
             elif not comment:
                 last = None
             continue
-        m = re.match(r"^\[([A-Za-z_]+)\]$", code.strip())
+        m = re.match(r"^\[([A-Za-z_][A-Za-z0-9_]*)\]$", code.strip())
         if m:
             cur = (m.group(1), comment, [[[], []]])
             sections.append(cur)

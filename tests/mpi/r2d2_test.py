@@ -30,7 +30,7 @@ def check_r2d2_rows(d):
 
 
 def case_learn_cartpole_r2d2(args):
-    s = learn_to(args, "CartPole-v1 r2d2", [], 450, 400, 300000, config="r2d2_cartpole.toml")
+    s = learn_to(args, "CartPole-v1 r2d2", [], 450, 400, 1000000, config="r2d2_cartpole.toml")
     r = s["replay"]
     check(r["priority_updates"] > 0, f"the learner sent priorities back ({r['priority_updates']} applied)")
     check(r["sampled"] >= 3 * r["inserted"], f"replay ratio: {r['sampled']} sampled for {r['inserted']} inserted "
@@ -89,7 +89,7 @@ def case_r2d2_shards_central_resume(args):
     ckpt = mpi_test.latest_checkpoint(d)
     st, rs, done = mpi_test.checkpoint_facts(ckpt)
     check(rs["items"] > 0 and "replay.shard1.h5" in done["files"], f"both shards checkpointed ({rs['items']} items in shard 0)")
-    p2, dt2, _ = mpi_test.run_resume(args, d, ["run.total_env_steps=400000", "run.stop_mean_return=450"], 900, n=6)
+    p2, dt2, _ = mpi_test.run_resume(args, d, ["run.total_env_steps=1000000", "run.stop_mean_return=450"], 900, n=6)
     s2 = finished_run(p2, d, 1)
     rows = {r["role"]: r for r in map(json.loads, open(os.path.join(d, "resumed.jsonl")))}
     check(rows["learner"]["version"] == st["version"], f"learner resumed at update {rows['learner']['version']}")

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/error.h"
 #include "envs/registry.h"
 #include "learner/algorithms/r2d2/r2d2.h"
 #include "learner/algorithms/r2d2/targets.h"
 #include "learner/trainer.h"
+#include "models/policy.h"
 #include "models/sampler.h"
 
 using namespace mpirl;
@@ -295,5 +297,33 @@ TEST(R2D2, EpsilonGreedySampling) {
   for (int i = 0; i < 100; ++i) {
     s.discrete(logits, 4, 1, &a, {}, true, &one);
     EXPECT_EQ(a, 1);
+  }
+}
+
+TEST(R2D2, BadConfigsNameTheirKey) {
+  auto error = [](std::vector<std::string> sets) {
+    try {
+      load_config("", sets);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto m = error({"learner.algo=\"r2d2\""});  // PopArt is the default
+  EXPECT_NE(m.find("'learner.value_norm'"), std::string::npos) << m;
+  m = error({"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "actor.rollout_len=8", "r2d2.burn_in=8"});
+  EXPECT_NE(m.find("'r2d2.burn_in' = 8"), std::string::npos) << m;
+  m = error({"r2d2.n_step=0"});
+  EXPECT_NE(m.find("'r2d2.n_step'"), std::string::npos) << m;
+  EXPECT_EQ(error({"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "actor.rollout_len=8", "r2d2.burn_in=7"}), "");
+  // Continuous actions: refused at start-up, before any rank trains.
+  Config cfg = r2d2_config({"env.id=\"Pendulum-v1\""});
+  try {
+    models::validate_model_config(cfg, envs::env_spec(cfg));
+    ADD_FAILURE() << "a Box action space was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'learner.algo' = \"r2d2\": expected an env with discrete actions"),
+              std::string::npos)
+        << e.what();
   }
 }
