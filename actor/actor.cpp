@@ -51,6 +51,7 @@ Actor::Actor(const Config& cfg, const Comms& comms, int64_t segment)
   for (auto& s : slots_) s.buf.resize(wire::kHeaderRegion + payload);
   boot_count_.assign(size_t(E_), 0);
   overlap_state_.assign(O_ > 0 ? size_t(E_ * layout_->state_size()) : 0, 0.0f);
+  step_version_.assign(size_t(T_), 0);
   ctl_.buf.resize(4096);
   // (actor.compress_obs = "zstd" on other observations is refused at start by rank 0.)
   if (cfg.actor.compress_obs != "none" && obs_compressible(spec_))

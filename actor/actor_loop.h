@@ -73,7 +73,7 @@ class Actor {
   MsgBuffer ctl_;  // the posted receive of the replay's control messages (4 KiB)
   int credits_ = 0;
   int64_t min_version_ = -1;
-  int64_t carried_version_ = -1;  // the previous rollout's version, for the steps repeated from it
+  std::vector<int64_t> step_version_;  // [T]: the oldest parameters' version behind each step of the rollout
   uint64_t seq_ = 0;
   int64_t env_steps_sent_ = 0;  // counted here; the replay and the learners count their own
   std::unique_ptr<ObsCodec> codec_;  // compressed observations (actor.compress_obs), else null

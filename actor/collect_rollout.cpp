@@ -22,8 +22,10 @@ bool Actor::collect(Slot& s, int64_t t0) {
   float* logp = f32(s, Seq::Logp);
   char* act = field<char>(s, Seq::Action);
   const int64_t act_bytes = spec_.discrete ? int64_t(sizeof(int64_t)) : A * int64_t(sizeof(float));
-  // Steps repeated from the previous rollout keep its oldest parameters' version (carry_over).
-  min_version_ = t0 == 0 ? std::numeric_limits<int64_t>::max() : carried_version_;
+  // The sequence's version: the oldest behind any of its steps, the repeated ones included (carry_over
+  // moved their versions to the front of step_version_).
+  min_version_ = std::numeric_limits<int64_t>::max();
+  for (int64_t t = 0; t < t0; ++t) min_version_ = std::min(min_version_, step_version_[size_t(t)]);
   if (t0 == 0) {
     // The core state carried across rollouts; the learner starts sequence mode from this copy.
     // (With an overlap, carry_over wrote state0 and the repeated steps' bootstrap records.)
@@ -50,6 +52,7 @@ bool Actor::collect(Slot& s, int64_t t0) {
         return false;
       }
       min_version_ = std::min(min_version_, policy_->version());
+      step_version_[size_t(t)] = g == 0 ? policy_->version() : std::min(step_version_[size_t(t)], policy_->version());
       const char* a = static_cast<const char*>(policy_->actions(int(g)));
       for (int64_t e = 0; e < n; ++e)
         std::memcpy(act + ((first + e) * T_ + t) * act_bytes, a + e * act_bytes, size_t(act_bytes));
@@ -109,7 +112,7 @@ void Actor::carry_over(Slot& from, Slot& to) {
     std::memcpy(ti + e * (T_ + 1), fi + e * (T_ + 1) + from_t, size_t(O + 1));
   }
   if (O == 0) return;
-  carried_version_ = field<int64_t>(from, Seq::Version)[0];  // the oldest behind the repeated steps, at most
+  std::copy(step_version_.begin() + from_t, step_version_.end(), step_version_.begin());
   // Per-step fields of [E, T, width] elements of `bytes` each: steps from_t..T-1 -> 0..O-1.
   auto steps = [&](Seq f, int64_t bytes) {
     char* a = field<char>(from, f);

@@ -112,9 +112,10 @@ void cross_validate(const Config& c) {
   if (c.learner.algo == "r2d2" && c.learner.value_norm != "none")
     bad("config key 'learner.value_norm' = \"popart\": learner.algo = \"r2d2\" needs \"none\" (its Q-values are "
         "rescaled by h instead: r2d2.rescale_eps)");
-  if (c.learner.algo == "r2d2" && c.r2d2.burn_in >= c.actor.rollout_len)
-    bad(fmt::format("config key 'r2d2.burn_in' = {}: expected less than actor.rollout_len = {} (the steps after the "
-                    "burn-in are the ones trained on)",
+  if (c.learner.algo == "r2d2" && 2 * c.r2d2.burn_in > c.actor.rollout_len)
+    bad(fmt::format("config key 'r2d2.burn_in' = {}: expected at most half of actor.rollout_len = {} (each rollout "
+                    "repeats the last burn_in steps of the one before, and starts its burn-in from the core state "
+                    "the actor had there, which it records while stepping the new steps)",
                     c.r2d2.burn_in, c.actor.rollout_len));
   if (c.env.num_envs > c.replay.capacity)
     bad(fmt::format("config key 'env.num_envs' = {}: expected at most replay.capacity = {} (one rollout must fit)",

@@ -280,6 +280,7 @@ std::vector<torch::Tensor> Trainer::state_tensors() const {
   for (const auto& t : optim_->state()) all.push_back(t);
   if (popart_)
     for (const auto& t : popart_->state()) all.push_back(t);
+  for (const auto& t : algo_->state_tensors()) all.push_back(t);
   return all;
 }
 

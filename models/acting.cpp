@@ -8,7 +8,6 @@ namespace mpirl::models {
 Acting::Acting(Policy policy, int64_t num_envs, uint64_t seed)
     : policy_(std::move(policy)), spec_(policy_->spec()), E_(num_envs), buf_(policy_->act_buffers(num_envs)),
       state_(policy_->initial_state(num_envs)), sampler_(spec_, seed) {
-  TORCH_CHECK(eps_.empty() || int64_t(eps_.size()) == E_, "Acting: ", eps_.size(), " epsilons for ", E_, " envs");
   TORCH_CHECK(buf_.head.device().is_cpu(), "Acting runs the policy on the CPU (it is on ", buf_.head.device(), ")");
   if (spec_.discrete) {
     discrete_.resize(size_t(E_));

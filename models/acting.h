@@ -28,7 +28,10 @@ class Acting {
   void step(const torch::Tensor& obs, const uint8_t* is_init, int64_t init_stride, const Rows& out,
             bool greedy = false);
   // R2D2's actors: env e acts epsilon-greedily with eps[e] (models/sampler.h); empty: samples the softmax.
-  void set_epsilons(std::vector<double> eps) { eps_ = std::move(eps); }
+  void set_epsilons(std::vector<double> eps) {
+    TORCH_CHECK(eps.empty() || int64_t(eps.size()) == E_, "Acting: ", eps.size(), " epsilons for ", E_, " envs");
+    eps_ = std::move(eps);
+  }
   // The last step's actions: E int64 (discrete) or E x A float32 (box), contiguous.
   const int64_t* discrete_actions() const { return discrete_.data(); }
   const float* box_actions() const { return box_.data(); }

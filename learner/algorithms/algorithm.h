@@ -71,6 +71,9 @@ class Algorithm {
   virtual void attach(const std::shared_ptr<models::PolicyModel>& online, const MakeModel& make) {}
   // After every optimizer step (skipped ones included, so that every learner counts the same).
   virtual void after_step() {}
+  // Tensors of its own that a non-finite rollback (Trainer::snapshot/restore) must restore with the
+  // parameters (R2D2: the target network's).
+  virtual std::vector<torch::Tensor> state_tensors() const { return {}; }
   // State of its own in the learner's checkpoint (learner.pt's "algorithm"); has_state() false: none.
   virtual bool has_state() const { return false; }
   virtual void save(torch::serialize::OutputArchive&) const {}

@@ -41,8 +41,13 @@ def tensorboard_after_resume(d, ckpt_steps):
     acc = event_accumulator.EventAccumulator(d, size_guidance={"scalars": 0})
     acc.Reload()
     # Rows at exactly the checkpoint's env steps may be on either side of it: left out of the comparison.
+    # A row the earlier run wrote after the checkpoint (moved aside from metrics.jsonl) whose env steps
+    # lag behind the checkpoint's (the replay's count it read was older: seen on a loaded machine) stays
+    # in TensorBoard, which drops only steps past the checkpoint's.
     tb = [e.step for e in acc.Scalars("train/env_steps") if e.step != ckpt_steps]
-    want = [r["env_steps"] for r in map(json.loads, open(os.path.join(d, "metrics.jsonl"))) if r["env_steps"] != ckpt_steps]
+    lagging = [x for x in stale if x < ckpt_steps]
+    want = sorted([r["env_steps"] for r in map(json.loads, open(os.path.join(d, "metrics.jsonl")))
+                   if r["env_steps"] != ckpt_steps] + lagging)
     check(tb == want, f"TensorBoard's train/env_steps = metrics.jsonl's rows after the resume ({len(tb)} points)"
           + ("" if tb == want else f": {tb} vs {want}"))
 

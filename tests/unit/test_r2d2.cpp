@@ -128,32 +128,36 @@ TEST(R2D2, SequencePrioritiesByHand) {
 }
 
 TEST(R2D2, LearnerPrioritiesAndLossOfAHandComputedBatch) {
-  // Every weight 0, the value bias 1, the logit biases (0.5, -0.5): Q = (1.5, 0.5) everywhere, for
-  // the online and the target network alike. n = 1, gamma = 0.5, eps = 1e-3, no burn-in.
+  // Every weight 0; online: value bias 1, logit biases (0.5, -0.5), so Q = (1.5, 0.5) everywhere;
+  // target: value bias 3, logit biases (-0.5, 0.5), so Q = (2.5, 3.5). Double Q bootstraps from the
+  // target's Q of the online network's greedy action: h^-1(2.5) (h^-1(1.5) would be the online
+  // network's value, h^-1(3.5) the target's own greedy one). n = 1, gamma = 0.5, eps = 1e-3.
   Config cfg = r2d2_config({"env.id=\"CartPole-v1\""});
   auto spec = envs::env_spec(cfg);
   NoReducer none;
   Trainer tr(cfg, spec, torch::kCPU, none, StepMode::Eager);
-  {
+  auto set = [](models::PolicyModel& m, double v, double a0) {
     torch::NoGradGuard g;
-    for (auto& item : tr.policy()->named_parameters()) {
+    for (auto& item : m.named_parameters()) {
       item.value().zero_();
-      if (item.key() == "v.bias") item.value().fill_(1.0);
-      if (item.key() == "pi.bias") item.value().copy_(torch::tensor({0.5, -0.5}));
+      if (item.key() == "v.bias") item.value().fill_(v);
+      if (item.key() == "pi.bias") item.value().copy_(torch::tensor({a0, -a0}));
     }
-  }
+  };
+  set(*tr.policy(), 1.0, 0.5);
   R2D2 algo(cfg.r2d2);
   algo.attach(tr.policy().ptr(), [&] { return models::Policy(spec, models::model_options(cfg)).ptr(); });
+  set(algo.target(), 3.0, -0.5);
   auto b = batch(2, 2, spec.obs_size());
   b.actions = torch::tensor({0, 1, 1, 0}, torch::kInt64).reshape({2, 2});
   b.rewards = torch::tensor({1.0f, 0.0f, 2.0f, 1.0f}).reshape({2, 2});
   b.terminated[1][0] = 1;
   auto out = algo.forward(*tr.policy(), b);
   auto l = algo.loss(spec, b, out, loss_options(cfg));
-  const double eps = 1e-3, boot_q = 1.5;
-  // h^-1(1.5) by bisection on h: the bootstrap in return units.
-  double lo = 0, hi = 10;
-  for (int i = 0; i < 200; ++i) (h((lo + hi) / 2, eps) < boot_q ? lo : hi) = (lo + hi) / 2;
+  const double eps = 1e-3;
+  // h^-1(2.5) by bisection on h: the bootstrap in return units.
+  double lo = 0, hi = 20;
+  for (int i = 0; i < 200; ++i) (h((lo + hi) / 2, eps) < 2.5 ? lo : hi) = (lo + hi) / 2;
   const double boot = lo;
   const double q[2] = {1.5, 0.5};
   const int64_t a[2][2] = {{0, 1}, {1, 0}};
@@ -170,6 +174,9 @@ TEST(R2D2, LearnerPrioritiesAndLossOfAHandComputedBatch) {
     EXPECT_NEAR(l.priorities[c].item<double>(), p, 1e-5) << "sequence " << c;
   }
   EXPECT_NEAR(l.total.item<double>(), loss, 1e-5);
+  // A truncation at the last step bootstraps the same way (Trainer::bootstrap -> bootstrap_value).
+  auto tv = algo.bootstrap_value(*tr.policy(), torch::zeros({1, spec.obs_size()}), torch::Tensor());
+  EXPECT_NEAR(tv[0].item<double>(), boot, 1e-4);
   // Importance weights scale each sequence's terms; the priorities do not change.
   b.weights = torch::tensor({2.0f, 0.0f});
   auto lw = algo.loss(spec, b, algo.forward(*tr.policy(), b), loss_options(cfg));
@@ -258,6 +265,35 @@ TEST(R2D2, TargetNetworkCopiesEveryPeriodAndIsCheckpointed) {
   EXPECT_GT(max_gap(*back.policy(), algo2->target()), 0.0) << "the target came back as saved, not as a copy";
 }
 
+TEST(R2D2, RollbackRestoresTheTargetNetwork) {
+  Config cfg = r2d2_config({"env.id=\"CartPole-v1\"", "r2d2.target_period=1", "learner.batch_size=4"});
+  auto spec = envs::env_spec(cfg);
+  NoReducer none;
+  Trainer tr(cfg, spec, torch::kCPU, none, StepMode::Eager);
+  auto& target = dynamic_cast<R2D2&>(tr.algorithm()).target();
+  auto copy = [](models::PolicyModel& m) {
+    std::vector<torch::Tensor> v;
+    for (auto& p : m.parameters()) v.push_back(p.detach().clone());
+    return v;
+  };
+  auto gap = [](const std::vector<torch::Tensor>& a, models::PolicyModel& m) {
+    double g = 0;
+    auto p = m.parameters();
+    for (size_t i = 0; i < a.size(); ++i) g = std::max(g, (a[i] - p[i]).abs().max().item<double>());
+    return g;
+  };
+  torch::manual_seed(2);
+  tr.snapshot();
+  const auto before = copy(target);
+  for (int u = 0; u < 3; ++u) {
+    auto b = batch(6, 4, spec.obs_size());
+    tr.update(b, BootInputs{});
+  }
+  ASSERT_GT(gap(before, target), 0.0) << "the target moved (a copy every step)";
+  ASSERT_TRUE(tr.restore(0.5));
+  EXPECT_EQ(gap(before, target), 0.0) << "a rollback left the target network where it diverged";
+}
+
 TEST(R2D2, EpsilonLadder) {
   EXPECT_DOUBLE_EQ(models::apex_epsilon(0, 9, 0.4, 7), 0.4);
   EXPECT_NEAR(models::apex_epsilon(8, 9, 0.4, 7), std::pow(0.4, 8), 1e-15);
@@ -311,11 +347,11 @@ TEST(R2D2, BadConfigsNameTheirKey) {
   };
   auto m = error({"learner.algo=\"r2d2\""});  // PopArt is the default
   EXPECT_NE(m.find("'learner.value_norm'"), std::string::npos) << m;
-  m = error({"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "actor.rollout_len=8", "r2d2.burn_in=8"});
-  EXPECT_NE(m.find("'r2d2.burn_in' = 8"), std::string::npos) << m;
+  m = error({"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "actor.rollout_len=8", "r2d2.burn_in=5"});
+  EXPECT_NE(m.find("'r2d2.burn_in' = 5: expected at most half of actor.rollout_len = 8"), std::string::npos) << m;
   m = error({"r2d2.n_step=0"});
   EXPECT_NE(m.find("'r2d2.n_step'"), std::string::npos) << m;
-  EXPECT_EQ(error({"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "actor.rollout_len=8", "r2d2.burn_in=7"}), "");
+  EXPECT_EQ(error({"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "actor.rollout_len=8", "r2d2.burn_in=4"}), "");
   // Continuous actions: refused at start-up, before any rank trains.
   Config cfg = r2d2_config({"env.id=\"Pendulum-v1\""});
   try {

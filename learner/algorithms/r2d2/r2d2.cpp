@@ -10,10 +10,11 @@ namespace mpirl::learner {
 
 namespace {
 // The tensors a copy of the online network into the target covers: parameters and buffers
-// (observation statistics included), in the order both modules list them.
-std::vector<torch::Tensor> all_tensors(models::PolicyModel& m) {
-  std::vector<torch::Tensor> v = m.parameters();
-  for (auto& b : m.buffers()) v.push_back(b);
+// (observation statistics included), by name.
+std::vector<std::pair<std::string, torch::Tensor>> named_tensors(const models::PolicyModel& m) {
+  std::vector<std::pair<std::string, torch::Tensor>> v;
+  for (const auto& p : m.named_parameters()) v.emplace_back(p.key(), p.value());
+  for (const auto& b : m.named_buffers()) v.emplace_back(b.key(), b.value());
   return v;
 }
 }  // namespace
@@ -27,9 +28,19 @@ void R2D2::attach(const std::shared_ptr<models::PolicyModel>& online, const Make
 
 void R2D2::copy_to_target() {
   torch::NoGradGuard g;
-  auto from = all_tensors(*online_), to = all_tensors(*target_);
+  auto from = named_tensors(*online_), to = named_tensors(*target_);
   MPIRL_CHECK(from.size() == to.size(), "r2d2: the target network has {} tensors, the online one {}", to.size(), from.size());
-  for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);  // in place: a captured step keeps reading them
+  for (size_t i = 0; i < from.size(); ++i) {
+    MPIRL_CHECK(from[i].first == to[i].first && from[i].second.sizes() == to[i].second.sizes(),
+                "r2d2: the target network's {} does not match the online network's {}", to[i].first, from[i].first);
+    to[i].second.copy_(from[i].second);  // in place: a captured step keeps reading them
+  }
+}
+
+std::vector<torch::Tensor> R2D2::state_tensors() const {
+  std::vector<torch::Tensor> v;
+  for (auto& [name, t] : named_tensors(*target_)) v.push_back(t);
+  return v;
 }
 
 void R2D2::after_step() {
@@ -69,7 +80,8 @@ models::PolicyOutput R2D2::forward(models::PolicyModel& m, const TrainBatch& b) 
 torch::Tensor R2D2::bootstrap_value(models::PolicyModel& m, const torch::Tensor& obs, const torch::Tensor& state) const {
   torch::NoGradGuard g;
   auto no_reset = torch::zeros({obs.size(0)}, torch::TensorOptions().dtype(torch::kFloat32).device(obs.device()));
-  torch::Tensor s1 = state, s2 = state;
+  // Clones: a model.python module may advance its state in place.
+  torch::Tensor s1 = state.defined() ? state.clone() : state, s2 = state.defined() ? state.clone() : state;
   auto on = m.step(obs, no_reset, s1);
   auto tg = target_->step(obs, no_reset, s2);
   auto greedy = r2d2::q_values(on.dist, on.value).argmax(-1, /*keepdim=*/true);

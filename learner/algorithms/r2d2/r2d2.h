@@ -27,6 +27,7 @@ class R2D2 final : public Algorithm {
   torch::Tensor bootstrap_value(models::PolicyModel& m, const torch::Tensor& obs, const torch::Tensor& state) const override;
   void attach(const std::shared_ptr<models::PolicyModel>& online, const MakeModel& make) override;
   void after_step() override;
+  std::vector<torch::Tensor> state_tensors() const override;
   bool has_state() const override { return true; }
   void save(torch::serialize::OutputArchive& ar) const override;
   void load(torch::serialize::InputArchive& ar) override;
