@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "core/error.h"
 #include "core/fault.h"
@@ -22,10 +21,6 @@ bool Actor::collect(Slot& s, int64_t t0) {
   float* logp = f32(s, Seq::Logp);
   char* act = field<char>(s, Seq::Action);
   const int64_t act_bytes = spec_.discrete ? int64_t(sizeof(int64_t)) : A * int64_t(sizeof(float));
-  // The sequence's version: the oldest behind any of its steps, the repeated ones included (carry_over
-  // moved their versions to the front of step_version_).
-  min_version_ = std::numeric_limits<int64_t>::max();
-  for (int64_t t = 0; t < t0; ++t) min_version_ = std::min(min_version_, step_version_[size_t(t)]);
   if (t0 == 0) {
     // The core state carried across rollouts; the learner starts sequence mode from this copy.
     // (With an overlap, carry_over wrote state0 and the repeated steps' bootstrap records.)
@@ -51,7 +46,6 @@ bool Actor::collect(Slot& s, int64_t t0) {
         stop_ = true;
         return false;
       }
-      min_version_ = std::min(min_version_, policy_->version());
       step_version_[size_t(t)] = g == 0 ? policy_->version() : std::min(step_version_[size_t(t)], policy_->version());
       const char* a = static_cast<const char*>(policy_->actions(int(g)));
       for (int64_t e = 0; e < n; ++e)
@@ -73,6 +67,9 @@ bool Actor::collect(Slot& s, int64_t t0) {
       policy_->observed(int(g), obs_row(s, first, t + 1), (T_ + 1) * D, init + first * (T_ + 1) + t + 1, T_ + 1);
     }
   }
+  // The sequence's version: the oldest behind any of its steps, the repeated ones included (carry_over
+  // moved their versions to the front of step_version_).
+  min_version_ = *std::min_element(step_version_.begin(), step_version_.end());
   return true;
 }
 
