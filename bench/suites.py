@@ -115,4 +115,7 @@ def memory_cell(task):
 # took about 25 min per 1M-step run on HalfCheetah and Hopper (the reading of CleanRL's
 # runtime table; its machine is not this one). bench/results_page.py puts mpirl's time to the
 # reference score beside it.
-SUITE_REFERENCE_WALL_S = {"mujoco_halfcheetah": 25 * 60, "mujoco_hopper": 25 * 60}
+SUITE_REFERENCE_WALL_S = {"mujoco_halfcheetah": 25 * 60, "mujoco_hopper": 25 * 60,
+                          # kenjyoung/MinAtar's examples/dqn.py on Breakout, timed on this machine by
+                          # bench/minatar_dqn_reference.py (280 frames/s, extrapolated to its 5M frames)
+                          "r2d2_minatar_breakout": 17846}
