@@ -16,6 +16,7 @@ it fills. Not a test: the figure depends on the machine and on what else runs.
   bench/minatar_dqn_reference.py --dqn PATH/examples/dqn.py --game breakout --frames 40000
 """
 import argparse
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -34,9 +35,15 @@ def main():
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
 
-    spec = importlib.util.spec_from_file_location("minatar_dqn", a.dqn)
-    dqn = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dqn)
+    if not os.path.isfile(a.dqn):
+        sys.exit(f"--dqn {a.dqn}: no such file (a checkout's examples/dqn.py of kenjyoung/MinAtar)")
+    # A source loader by path: the file need not end in .py (a pipe or `git show` output works too).
+    loader = importlib.machinery.SourceFileLoader("minatar_dqn", a.dqn)
+    dqn = importlib.util.module_from_spec(importlib.util.spec_from_loader("minatar_dqn", loader))
+    loader.exec_module(dqn)
+    missing = [n for n in ("NUM_FRAMES", "REPLAY_START_SIZE", "train", "dqn", "device") if not hasattr(dqn, n)]
+    if missing:
+        sys.exit(f"--dqn {a.dqn}: not MinAtar's dqn.py (no {', '.join(missing)})")
     import torch
     from minatar import Environment
     if a.threads:

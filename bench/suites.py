@@ -7,6 +7,9 @@ first crossing gives "steps / time to reference".
 Task tuple, as bench/learning.py's TASKS: (config under configs/, extra --set, reference score or
 None, env-step budget, wall-clock limit in s).
 """
+import json
+import os
+
 
 # CleanRL's tables: vwxyzjn/cleanrl docs/benchmark/ppo_continuous_action.md (tag pr-424; 1M steps,
 # 3 seeds, gymnasium -v4 ids) and docs/rl-algorithms/ppo.md (ppo.py, 500k steps, 3 seeds).
@@ -115,7 +118,9 @@ def memory_cell(task):
 # took about 25 min per 1M-step run on HalfCheetah and Hopper (the issue's reading of CleanRL's
 # runtime table; its machine is not this one). bench/results_page.py puts mpirl's time to the
 # reference score beside it.
-SUITE_REFERENCE_WALL_S = {"mujoco_halfcheetah": 25 * 60, "mujoco_hopper": 25 * 60,
-                          # kenjyoung/MinAtar's examples/dqn.py on Breakout, timed on this machine by
-                          # bench/minatar_dqn_reference.py (280 frames/s, extrapolated to its 5M frames)
-                          "r2d2_minatar_breakout": 17846}
+SUITE_REFERENCE_WALL_S = {"mujoco_halfcheetah": 25 * 60, "mujoco_hopper": 25 * 60}
+# kenjyoung/MinAtar's examples/dqn.py on Breakout, timed on this machine by
+# bench/minatar_dqn_reference.py (its figure extrapolated to the reference's 5M frames).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "r2d2",
+                       "minatar_dqn_reference.json")) as _f:
+    SUITE_REFERENCE_WALL_S["r2d2_minatar_breakout"] = json.load(_f)["estimated_wall_s_for_5000000_frames"]
