@@ -91,8 +91,8 @@ for _id in MEMORY_ENVS:
         SUITES.setdefault("memory", []).append(_name)
 
 # R2D2 (issue 43; configs/r2d2_*.toml): MinAtar's five games against the MinAtar paper's DQN at 5M
-# frames (its curves, as the issue reads them: about 17, 10, 50, 20 and 43; the package's settings,
-# sticky actions 0.1 and no cap, where mpirl's R2D2 runs gymnax's preset as the APPO suite does), and
+# frames (its curves, as the issue reads them: about 17, 10, 50, 20 and 43), with that DQN's settings
+# (sticky actions 0.1, no cap) and network (model.encoder = "minatar_cnn"), and
 # CartPole against CleanRL's PPO figure (no DQN figure at this budget is quoted here).
 R2D2_MINATAR = {"Asterix-MinAtar": 17.0, "Breakout-MinAtar": 10.0, "Freeway-MinAtar": 50.0, "Seaquest-MinAtar": 20.0,
                 "SpaceInvaders-MinAtar": 43.0}

@@ -132,7 +132,7 @@ const Schema& schema() {
                                 c.model.hidden.clear();
                                 for (auto& e : *n.as_array()) c.model.hidden.push_back(*e.value<int64_t>());
                               }};
-    m["model.encoder"] = string_field({"auto", "mlp", "nature_cnn", "impala_cnn"},
+    m["model.encoder"] = string_field({"auto", "mlp", "nature_cnn", "impala_cnn", "minatar_cnn"},
                                       [](Config& c, std::string v) { c.model.encoder = v; });
     m["model.activation"] = string_field({"tanh", "relu"}, [](Config& c, std::string v) { c.model.activation = v; });
     m["model.core"] = string_field({"none", "gru", "lstm", "lru", "ssm", "mingru", "ffm"},

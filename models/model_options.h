@@ -8,7 +8,7 @@
 namespace mpirl::models {
 
 struct ModelOptions {
-  std::string encoder = "auto";  // auto | mlp | nature_cnn | impala_cnn (models/encoders.h)
+  std::string encoder = "auto";  // auto | mlp | nature_cnn | impala_cnn | minatar_cnn (models/encoders.h)
   std::vector<int64_t> hidden{64, 64};  // the MLP encoder's layers (CNN encoders end in their own)
   std::string activation = "tanh";
   std::string core = "none";  // none | gru | lstm | lru | ssm | mingru | ffm

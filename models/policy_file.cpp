@@ -19,10 +19,7 @@ nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& o
                                                          {"high", spec.action_high}};
   const CoreOptions defaults;  // the core options the config does not set
   const std::string encoder = resolve_encoder(opts.encoder, spec.obs_shape);
-  const int64_t torso_out = encoder == "nature_cnn"   ? 512
-                            : encoder == "impala_cnn" ? 256
-                            : opts.hidden.empty()     ? spec.obs_size()
-                                                      : opts.hidden.back();
+  const int64_t torso_out = encoder_out_size(encoder, opts.hidden, spec.obs_size());
   return {{"format", "mpirl-policy"},
           {"version", kPolicyFileVersion},
           {"env",

@@ -60,9 +60,7 @@ int64_t state_size(const Config& cfg, const envs::EnvSpec& spec) {
   auto m = model_options(cfg);
   if (!m.python.empty()) return python_state_size(spec, m);
   const std::string encoder = resolve_encoder(m.encoder, spec.obs_shape);
-  int64_t torso_out = encoder == "nature_cnn" ? 512 : encoder == "impala_cnn" ? 256
-                      : m.hidden.empty()      ? spec.obs_size()
-                                              : m.hidden.back();
+  const int64_t torso_out = encoder_out_size(encoder, m.hidden, spec.obs_size());
   return core_state_size(core_options(m, torso_out));
 }
 

@@ -19,12 +19,12 @@ def resolve_encoder(encoder: str, obs_shape: List[int]) -> str:
         kind = "mlp"
     else:
         kind = "nature_cnn" if obs_shape[1] >= 36 and obs_shape[2] >= 36 else "impala_cnn"
-    if kind not in ("mlp", "nature_cnn", "impala_cnn"):
-        raise ValueError(f"model.encoder = {encoder!r}: expected auto, mlp, nature_cnn or impala_cnn")
+    if kind not in ("mlp", "nature_cnn", "impala_cnn", "minatar_cnn"):
+        raise ValueError(f"model.encoder = {encoder!r}: expected auto, mlp, nature_cnn, impala_cnn or minatar_cnn")
     if kind != "mlp":
         if not image:
             raise ValueError(f"model.encoder = {encoder!r}: expected image observations [C, H, W], got {obs_shape}")
-        min_hw = 36 if kind == "nature_cnn" else 1
+        min_hw = {"nature_cnn": 36, "minatar_cnn": 3}.get(kind, 1)
         if obs_shape[1] < min_hw or obs_shape[2] < min_hw:
             raise ValueError(f"model.encoder = {encoder!r}: observations {obs_shape} are smaller than "
                              f"{min_hw}x{min_hw}")
@@ -104,6 +104,23 @@ class ImpalaCnn(nn.Module):
         h = h + self.res2_1(torch.relu(self.res2_0(torch.relu(h))))
         h = h + self.res2_3(torch.relu(self.res2_2(torch.relu(h))))
         return torch.relu(h).flatten(1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(self.features(x)))
+
+
+class MinAtarCnn(nn.Module):
+    """The MinAtar paper's DQN network: conv 16 3x3/1 without padding (``conv0``), ReLU, flatten,
+    linear 128, ReLU. [N, C, H, W] floats -> [N, 128]."""
+
+    def __init__(self, obs_shape: List[int]):
+        super().__init__()
+        self.conv0 = nn.Conv2d(obs_shape[0], 16, 3)
+        self.out_size = 128
+        self.fc = nn.Linear(_flat_size(self.features, obs_shape), self.out_size)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv0(x)).flatten(1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.fc(self.features(x)))

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .cores import make_core, state_size
-from .encoders import ImpalaCnn, MlpTorso, NatureCnn, resolve_encoder
+from .encoders import ImpalaCnn, MinAtarCnn, MlpTorso, NatureCnn, resolve_encoder
 
 Out = Tuple[torch.Tensor, torch.Tensor]
 StateOut = Tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -70,6 +70,8 @@ class Policy(nn.Module):
             self.encoder = NatureCnn(self.obs_shape)
         elif self.encoder_kind == "impala_cnn":
             self.encoder = ImpalaCnn(self.obs_shape)
+        elif self.encoder_kind == "minatar_cnn":
+            self.encoder = MinAtarCnn(self.obs_shape)
         else:
             obs_size = 1
             for d in self.obs_shape:

@@ -62,6 +62,9 @@ std::vector<Case> cases() {
   // The MLP on uint8 images (flattened) with ReLU; "auto" resolving to each kind.
   out.push_back({"mlp_pixels_relu-lru-discrete", "mlp", "lru", true, {2, 5, 6}, true, "relu"});
   out.push_back({"auto_vector-ffm-box", "auto", "ffm", false, {5}, false});
+  // The MinAtar paper's CNN, fed-forward (R2D2's MinAtar config) and recurrent.
+  out.push_back({"minatar_cnn-none-discrete", "minatar_cnn", "none", true, {4, 10, 10}, true});
+  out.push_back({"minatar_cnn-lru-discrete", "minatar_cnn", "lru", true, {3, 7, 9}, false});
   out.push_back({"auto_small_image-gru-discrete", "auto", "gru", true, {1, 10, 10}, true});
   out.push_back({"auto_large_image-none-box", "auto", "none", false, {4, 40, 40}, true});
   // CartPole-v1's spaces (the config's default env): `mpirl export` can rebuild them without policy.json.

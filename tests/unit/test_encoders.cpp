@@ -50,13 +50,23 @@ TEST(Encoders, ImpalaCnnMatchesTheHandCount) {
   EXPECT_EQ(e->forward(torch::rand({2, 4, 84, 84})).sizes(), (std::vector<int64_t>{2, 256}));
 }
 
+TEST(Encoders, MinAtarCnnMatchesTheHandCount) {
+  ConvEncoder e(std::string("minatar_cnn"), std::vector<int64_t>{4, 10, 10});
+  // conv 4->16 3x3 without padding: 10x10 -> 8x8, so 16*8*8 = 1024 -> 128 (kenjyoung/MinAtar dqn.py).
+  EXPECT_EQ(count(*e), (4 * 16 * 9 + 16) + (1024 * 128 + 128));
+  EXPECT_EQ(e->out_size(), 128);
+  auto y = e->forward(torch::rand({5, 4, 10, 10}));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{5, 128}));
+  EXPECT_GE(y.min().item<float>(), 0.f);
+}
+
 TEST(Encoders, AutoPicksByRankAndRefusalsNameTheKey) {
   EXPECT_EQ(resolve_encoder("auto", {4, 84, 84}), "nature_cnn");
   EXPECT_EQ(resolve_encoder("auto", {8}), "mlp");
   EXPECT_EQ(resolve_encoder("auto", {4, 10, 10}), "impala_cnn");  // MinAtar: too small for the Nature CNN
   EXPECT_EQ(resolve_encoder("impala_cnn", {3, 10, 10}), "impala_cnn");
   for (auto [enc, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-           {"nature_cnn", {64}}, {"impala_cnn", {4, 84}}, {"nature_cnn", {1, 10, 10}}}) {
+           {"nature_cnn", {64}}, {"impala_cnn", {4, 84}}, {"nature_cnn", {1, 10, 10}}, {"minatar_cnn", {4, 2, 10}}}) {
     try {
       resolve_encoder(enc, shape);
       ADD_FAILURE() << enc << " accepted";
@@ -69,7 +79,7 @@ TEST(Encoders, AutoPicksByRankAndRefusalsNameTheKey) {
 }
 
 TEST(Encoders, PolicyUnrollsImagesAndGradientsReachTheFirstConv) {
-  for (const char* enc : {"nature_cnn", "impala_cnn"}) {
+  for (const char* enc : {"nature_cnn", "impala_cnn", "minatar_cnn"}) {
     SCOPED_TRACE(enc);
     ModelOptions o;
     o.encoder = enc;
