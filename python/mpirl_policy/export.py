@@ -9,9 +9,17 @@ Writes a run's policy as a file that needs no mpirl code (what ``mpirl export`` 
   onnx         the same forward (inputs obs[, is_init, state]; outputs dist, value[, state_out]),
                batch dimension dynamic; needs ``pip install onnx`` (and onnxruntime to check it).
 dist is the logits [B, L], or a box policy's mean ++ log_std [B, 2A]; value is [B].
+
+A run with ``model.python = "file.py:factory"`` is exported from its module, built by the factory
+(the file found as the run found it: relative to the current directory) with model.pt's weights
+and the run's observation and value mappings (python_model.py). Its TorchScript file is the traced
+step, ``forward`` only (no ``unroll``, ``initial_state`` or ``actions``: the state starts as zeros
+[B, state_size]); its ONNX file is the same step.
 """
 import argparse
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import sys
@@ -21,8 +29,9 @@ from typing import Tuple
 import torch
 from torch import nn
 
-from .load import load_policy
+from .load import load_policy, read_config, read_weights
 from .policy import Policy
+from .python_model import PythonModelPolicy, load_python_policy
 
 
 class FeedForwardExport(nn.Module):
@@ -62,6 +71,8 @@ class RecurrentExport(nn.Module):
 
 
 def wrap(policy: Policy) -> nn.Module:
+    if isinstance(policy, PythonModelPolicy):  # its forward is already the step
+        return policy
     return (RecurrentExport(policy) if policy.recurrent else FeedForwardExport(policy)).eval()
 
 
@@ -85,12 +96,36 @@ def max_diff(a, b) -> float:
 def export_torchscript(policy: Policy, out: str, spec_text: str) -> float:
     """Scripts and saves the policy; returns the largest difference between the reloaded file and
     the eager policy on example inputs."""
-    scripted = torch.jit.script(wrap(policy))
+    if isinstance(policy, PythonModelPolicy):  # TorchScript compiles no arbitrary module: its step, traced
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scripted = torch.jit.trace(policy, example_inputs(policy), check_trace=False)
+    else:
+        scripted = torch.jit.script(wrap(policy))
     scripted.save(out, _extra_files={"policy.json": spec_text})
     loaded = torch.jit.load(out)
     args = example_inputs(policy, batch=5, seed=1)  # another batch size than the example's
     with torch.no_grad():
         return max_diff(loaded(*args), wrap(policy)(*args))
+
+
+@contextlib.contextmanager
+def quiet_fds():
+    """File descriptors 1 and 2 to /dev/null for the block: the ONNX exporter's C++ side prints
+    there (on a failure, its whole graph; the failure itself is the exception's message)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved + [devnull]:
+            os.close(fd)
 
 
 def export_onnx(policy: Policy, out: str) -> str:
@@ -103,7 +138,10 @@ def export_onnx(policy: Policy, out: str) -> str:
     outputs = ["dist", "value", "state_out"] if policy.recurrent else ["dist", "value"]
     args = example_inputs(policy)
     model = wrap(policy)
-    with warnings.catch_warnings():  # the exporters' deprecation and progress chatter (checked below)
+    # The exporters' deprecation and progress chatter, and the graph they print on a failure: the
+    # file is checked below, and a failure is the exception's message.
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()), quiet_fds():
         warnings.simplefilter("ignore")
         if importlib.util.find_spec("onnxscript") is not None:
             batch = torch.export.Dim("batch")
@@ -135,10 +173,19 @@ def main(argv=None) -> int:
     ap.add_argument("--spec", help="policy.json to use instead of RUN_DIR/policy.json")
     ap.add_argument("--model", help="weights to use instead of RUN_DIR/model.pt")
     a = ap.parse_args(argv)
+    config = {}
     try:
-        policy = load_policy(a.run_dir, model=a.model, spec=a.spec)
-        with open(a.spec or os.path.join(a.run_dir, "policy.json")) as f:
-            spec_text = f.read()
+        config_path = os.path.join(a.run_dir, "config.toml")
+        config = read_config(config_path) if os.path.exists(config_path) else {}
+        if config.get("model", {}).get("python"):
+            with open(a.spec or os.path.join(a.run_dir, "policy.json")) as f:
+                spec_text = f.read()
+            policy = load_python_policy(config, json.loads(spec_text),
+                                        read_weights(a.model or os.path.join(a.run_dir, "model.pt")))
+        else:
+            policy = load_policy(a.run_dir, model=a.model, spec=a.spec)
+            with open(a.spec or os.path.join(a.run_dir, "policy.json")) as f:
+                spec_text = f.read()
         kind = "recurrent (forward = one step)" if policy.recurrent else "feed-forward"
         if a.format == "torchscript":
             diff = export_torchscript(policy, a.out, spec_text)
@@ -146,10 +193,15 @@ def main(argv=None) -> int:
         else:
             check = export_onnx(policy, a.out)
     except Exception as e:  # one line, as the C++ commands report errors
-        print(f"mpirl export: {e}", file=sys.stderr)
+        msg = str(e).strip()
+        if a.format == "onnx" and config.get("model", {}).get("python") and "not supported" in msg:
+            msg += " (model.python's step uses it; --format torchscript traces any PyTorch op)"
+        print(f"mpirl export: {msg}", file=sys.stderr)
         return 2
     spec = json.loads(spec_text)
-    print(f"{a.out}: {a.format}, {kind} policy, encoder {policy.encoder_kind}, core {policy.options.core}, "
+    model = (f"model.python {policy.path_factory}" if isinstance(policy, PythonModelPolicy)
+             else f"encoder {policy.encoder_kind}, core {policy.options.core}")
+    print(f"{a.out}: {a.format}, {kind} policy, {model}, "
           f"obs {spec['env']['obs_dtype']}{policy.obs_shape}, {spec['env']['action']['type']} actions; {check}")
     return 0
 

@@ -5,7 +5,7 @@ The modules are the ones docs/your-own-model.md shows, taken from the page as it
   learn_repeat_previous_python gated.py (a gated linear core on mpirl_ops.linear_scan) on
                                RepeatPreviousEasy (configs/memory.toml) to the built-in LRU's bar (0.8)
   python_model_paths           mlp.py with central inference, then resumed from its checkpoint,
-                               then played by `mpirl eval`
+                               then played by `mpirl eval` and written by `mpirl export`
   bad_python_models            each start-up failure the page lists: exit 2 on every rank, one line
                                naming model.python and the method, no run directory
 Run one: python_model_test.py --mpirl build/mpirl CASE"""
@@ -88,6 +88,54 @@ def case_python_model_paths(args):
     ev = json.load(open(out))
     print(json.dumps(ev)[:400])
     check(ev.get("episodes") == 5, f"5 episodes played ({ev.get('episodes')})")
+    export_python_model(args, d, path)
+
+
+def export_python_model(args, d, path):
+    """`mpirl export` of the run: the TorchScript file (the traced step) against the module built
+    here from mlp.py with model.pt's py.* tensors and the run's observation normalisation
+    (classic.toml has model.obs_norm on: obs_shift/obs_scale are the learners' running statistics),
+    computed by hand; then ONNX where onnx is installed; then the refusal when the file is gone."""
+    import importlib.util
+    import shutil
+
+    import torch
+    ts = os.path.join(d, "policy.ts")
+    r = subprocess.run([args.mpirl, "export", d, "--out", ts], env=mpi_test.ENV, capture_output=True, text=True,
+                       timeout=300)
+    sys.stdout.write(r.stdout[-2000:] + r.stderr[-2000:])
+    check(r.returncode == 0 and os.path.exists(ts), f"mpirl export writes the Python model's step (exit {r.returncode})")
+    weights = torch.jit.load(os.path.join(d, "model.pt")).state_dict()
+    check(float((weights["obs_scale"] - 1).abs().max()) > 1e-3, "the run's obs normalisation is not the identity")
+    mod_spec = importlib.util.spec_from_file_location("mlp_for_export_test", path)
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    module = mod.make({"obs_shape": [4], "obs_uint8": False, "discrete": True, "num_actions": 2, "action_dim": 0,
+                       "action_low": [], "action_high": [], "id": "CartPole-v1", "max_episode_steps": 500}, {})
+    module.load_state_dict({k[3:]: v for k, v in weights.items() if k.startswith("py.")})
+    obs = torch.randn(7, 4, generator=torch.Generator().manual_seed(3)) * 2
+    normed = ((obs - weights["obs_shift"]) * weights["obs_scale"]).clamp(-10, 10)
+    with torch.no_grad():
+        want_d, want_v, _ = module.step(normed, torch.zeros(7), torch.zeros(7, 0))
+        got_d, got_v = torch.jit.load(ts)(obs)
+    diff = max(float((got_d - want_d).abs().max()), float((got_v - want_v).abs().max()))
+    print(f"exported step vs mlp.py by hand (batch 7): max abs diff {diff:.3g}")
+    check(diff < 1e-5, f"the exported file computes the run's policy (max abs diff {diff:.3g})")
+    if importlib.util.find_spec("onnx") is not None:
+        r = subprocess.run([args.mpirl, "export", d, "--out", os.path.join(d, "policy.onnx"), "--format", "onnx"],
+                           env=mpi_test.ENV, capture_output=True, text=True, timeout=300)
+        sys.stdout.write(r.stdout[-1000:] + r.stderr[-1000:])
+        check(r.returncode == 0, f"mpirl export --format onnx of a Python model (exit {r.returncode})")
+    moved = path + ".moved"
+    shutil.move(path, moved)
+    try:
+        r = subprocess.run([args.mpirl, "export", d, "--out", os.path.join(d, "gone.ts")], env=mpi_test.ENV,
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.move(moved, path)
+    print(r.stderr.strip())
+    check(r.returncode == 2 and "model.python" in r.stderr and "not found" in r.stderr
+          and len(r.stderr.strip().splitlines()) == 1, "a missing model file: exit 2, one line naming model.python")
 
 
 # (file contents, what the message must say). Each is model.python = "<file>:make" unless named.
