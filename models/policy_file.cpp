@@ -11,7 +11,7 @@
 
 namespace mpirl::models {
 
-nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts, int64_t state_size) {
+nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts) {
   nlohmann::json action = spec.discrete ? nlohmann::json{{"type", "discrete"}, {"n", spec.num_actions}}
                                         : nlohmann::json{{"type", "box"},
                                                          {"dim", spec.action_dim},
@@ -20,8 +20,6 @@ nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& o
   const CoreOptions defaults;  // the core options the config does not set
   const std::string encoder = resolve_encoder(opts.encoder, spec.obs_shape);
   const int64_t torso_out = encoder_out_size(encoder, opts.hidden, spec.obs_size());
-  if (state_size < 0)
-    state_size = opts.python.empty() ? core_state_size(core_options(opts, torso_out)) : python_state_size(spec, opts);
   return {{"format", "mpirl-policy"},
           {"version", kPolicyFileVersion},
           {"env",
@@ -38,12 +36,11 @@ nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& o
             {"core_size", opts.core_size},
             {"core_state", opts.core_state},
             {"ffm_context", defaults.ffm_context},
-            {"state_size", state_size},
+            {"state_size", core_state_size(core_options(opts, torso_out))},
             {"obs_norm", opts.obs_norm && !spec.obs_uint8},
             {"obs_norm_clip", opts.obs_norm_clip},
             {"critic", opts.critic},
-            {"dist_size", spec.dist_size()},
-            {"python", opts.python}}}};
+            {"dist_size", spec.dist_size()}}}};
 }
 
 void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& spec, const ModelOptions& opts,
@@ -55,8 +52,7 @@ void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& sp
   read_flat(cpu, flat.data());
   std::ostringstream os;
   torch::save(cpu, os);
-  const torch::Tensor s0 = policy->initial_state(1);
-  write_json_atomic(dir + "/policy.json", policy_spec_json(spec, opts, s0.defined() ? s0.size(-1) : 0));
+  write_json_atomic(dir + "/policy.json", policy_spec_json(spec, opts));
   write_file_atomic(dir + "/" + model_file, os.str());
 }
 

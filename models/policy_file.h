@@ -24,10 +24,8 @@ inline constexpr int kPolicyFileVersion = 1;
 //            "action": {"type": "discrete", "n": L} | {"type": "box", "dim": A, "low": [...], "high": [...]},
 //            "max_episode_steps"},
 //    "model": {"encoder" (resolved), "hidden", "activation", "core", "core_size", "core_state",
-//              "ffm_context", "state_size", "dist_size", "obs_norm", "obs_norm_clip", "python"}}
-// With model.python, "python" is "file.py:factory" and "state_size" the module's: `state_size`
-// when given (the built policy's), else the module built once to read it.
-nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts, int64_t state_size = -1);
+//              "ffm_context", "state_size", "dist_size", "obs_norm", "obs_norm_clip"}}
+nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts);
 
 // Writes dir/<model_file> (default model.pt: a CPU copy of `policy`, wherever it lives) and
 // dir/policy.json, each atomically (core/run_dir.h). Throws mpirl::Error naming the file.

@@ -119,7 +119,7 @@ class PythonModelPolicy(nn.Module):
 
     def obs_in(self, obs: torch.Tensor) -> torch.Tensor:
         if obs.dtype == torch.uint8:
-            return obs.to(torch.float32) / 255.0
+            return obs.to(torch.float32) * (1.0 / 255)
         obs = obs.to(torch.float32)
         if self.obs_shift.numel() == 0:
             return obs
