@@ -11,6 +11,7 @@ policy puts around it (models/policy.cpp, PolicyImpl::py_obs and py_value).
 The factory's file is found as the run found it: the path in config.toml, relative to the current
 directory when it is not absolute.
 """
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -19,20 +20,14 @@ from typing import Any, Dict, List, Tuple
 import torch
 from torch import nn
 
+from .load import env_spec
 from .policy import EnvSpec
 
 
 def spec_dict(policy_json: Dict[str, Any]) -> Dict[str, Any]:
     """The ``spec`` the factory gets (models/python_model.cpp, spec_dict), from policy.json's "env"."""
-    env = policy_json["env"]
-    act = env["action"]
-    discrete = act["type"] == "discrete"
-    return {"id": env.get("id", ""), "obs_shape": [int(d) for d in env["obs_shape"]],
-            "obs_uint8": env["obs_dtype"] == "uint8", "discrete": discrete,
-            "num_actions": int(act["n"]) if discrete else 0, "action_dim": 0 if discrete else int(act["dim"]),
-            "action_low": [] if discrete else [float(v) for v in act["low"]],
-            "action_high": [] if discrete else [float(v) for v in act["high"]],
-            "max_episode_steps": int(env.get("max_episode_steps", 0))}
+    return dict(dataclasses.asdict(env_spec(policy_json)),
+                max_episode_steps=int(policy_json["env"].get("max_episode_steps", 0)))
 
 
 def options_dict(config: Dict[str, Any]) -> Dict[str, Any]:
@@ -84,9 +79,7 @@ class PythonModelPolicy(nn.Module):
     def __init__(self, module: nn.Module, spec: Dict[str, Any], config: Dict[str, Any]):
         super().__init__()
         self.module = module
-        self.spec = EnvSpec(obs_shape=spec["obs_shape"], obs_uint8=spec["obs_uint8"], discrete=spec["discrete"],
-                            num_actions=spec["num_actions"], action_dim=spec["action_dim"],
-                            action_low=spec["action_low"], action_high=spec["action_high"], id=spec["id"])
+        self.spec = EnvSpec(**{k: v for k, v in spec.items() if k != "max_episode_steps"})
         self.obs_shape: List[int] = list(spec["obs_shape"])
         self.obs_uint8 = bool(spec["obs_uint8"])
         s = getattr(module, "state_size", 0)
