@@ -23,7 +23,8 @@ from suites import (MEMORY_CORES, MEMORY_ENVS, SUITE_REFERENCE_WALL_S, SUITE_REF
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results", "suites")
 PAGE = os.path.join(ROOT, "docs", "results.md")
-TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar", "memory": "Memory (POPGym)"}
+TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar", "memory": "Memory (POPGym)",
+          "minatar_paper": "MinAtar with the package's settings (APPO)"}
 TUNING = (1, 2, 3)
 
 
@@ -61,9 +62,11 @@ def med(rows, key, f="{:.0f}"):
 def suite_section(suite, rows):
     tasks = [t for t in SUITES[suite] if any(r["task"] == t for r in rows)]
     missing = [env_of(t) for t in SUITES[suite] if t not in tasks]
-    config, _, _, budget, _ = SUITE_TASKS[SUITES[suite][0]]
+    config, sets, _, budget, _ = SUITE_TASKS[SUITES[suite][0]]
+    common = [s for s in sets if not s.startswith("env.id=") and all(s in SUITE_TASKS[t][1] for t in SUITES[suite])]
+    extra = " with " + ", ".join(f"`{s}`" for s in common) if common else ""
     out = [f"## {TITLES.get(suite, suite)}", "",
-           f"`configs/{config}` for every env (only `env.id` changes), {budget:,} env steps per run, "
+           f"`configs/{config}`{extra} for every env (only `env.id` changes), {budget:,} env steps per run, "
            f"`bench/learning.py --suite {suite}`.", "",
            "| env | seeds 1-3 (tuning) | seeds 4-6 (held out) | reference | reached it | steps to it (median) "
            "| time to it (median) | the reference's wall per run | wall per run (median) | env steps/s (median) |",

@@ -29,9 +29,9 @@ from typing import Tuple
 import torch
 from torch import nn
 
-from .load import load_policy, read_config, read_weights
+from .load import load_policy, read_config
 from .policy import Policy
-from .python_model import PythonModelPolicy, load_python_policy
+from .python_model import PythonModelPolicy
 
 
 class FeedForwardExport(nn.Module):
@@ -177,15 +177,9 @@ def main(argv=None) -> int:
     try:
         config_path = os.path.join(a.run_dir, "config.toml")
         config = read_config(config_path) if os.path.exists(config_path) else {}
-        if config.get("model", {}).get("python"):
-            with open(a.spec or os.path.join(a.run_dir, "policy.json")) as f:
-                spec_text = f.read()
-            policy = load_python_policy(config, json.loads(spec_text),
-                                        read_weights(a.model or os.path.join(a.run_dir, "model.pt")))
-        else:
-            policy = load_policy(a.run_dir, model=a.model, spec=a.spec)
-            with open(a.spec or os.path.join(a.run_dir, "policy.json")) as f:
-                spec_text = f.read()
+        policy = load_policy(a.run_dir, model=a.model, spec=a.spec)  # a model.python run's module too
+        with open(a.spec or os.path.join(a.run_dir, "policy.json")) as f:
+            spec_text = f.read()
         kind = "recurrent (forward = one step)" if policy.recurrent else "feed-forward"
         if a.format == "torchscript":
             diff = export_torchscript(policy, a.out, spec_text)

@@ -96,11 +96,13 @@ def load_cpp_state_dict(policy: Policy, weights: Dict[str, torch.Tensor]) -> Non
 
 
 def load_policy(run_dir: PathLike, model: Optional[PathLike] = None, spec: Optional[PathLike] = None,
-                device: Union[str, torch.device] = "cpu") -> Policy:
+                device: Union[str, torch.device] = "cpu") -> torch.nn.Module:
     """The policy of a run directory (config.toml, policy.json, model.pt), in eval mode on ``device``.
 
     ``model``: another weights file of the same run (default RUN_DIR/model.pt); ``spec``: a
-    policy.json to use instead of RUN_DIR/policy.json.
+    policy.json to use instead of RUN_DIR/policy.json. A run trained with ``model.python`` gives
+    a ``PythonModelPolicy``: the module its file's factory builds (the file must still be at the
+    path config.toml names), with the run's weights and observation/value mappings.
     """
     config_path = os.path.join(run_dir, "config.toml")
     model_path = model if model is not None else os.path.join(run_dir, "model.pt")
@@ -113,4 +115,8 @@ def load_policy(run_dir: PathLike, model: Optional[PathLike] = None, spec: Optio
                                 f"`mpirl export {run_dir} --out FILE` rebuilds the env to learn its spaces)")
     with open(spec_path) as f:
         spec_json = json.load(f)
-    return build_policy(read_config(config_path), spec_json, read_weights(model_path)).to(device)
+    config = read_config(config_path)
+    if config.get("model", {}).get("python"):
+        from .python_model import load_python_policy  # it imports this module
+        return load_python_policy(config, spec_json, read_weights(model_path)).to(device)
+    return build_policy(config, spec_json, read_weights(model_path)).to(device)

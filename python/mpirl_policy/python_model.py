@@ -15,13 +15,13 @@ import dataclasses
 import importlib.util
 import os
 import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
 
 from .load import env_spec
-from .policy import EnvSpec
+from .policy import EnvSpec, Policy
 
 
 def spec_dict(policy_json: Dict[str, Any]) -> Dict[str, Any]:
@@ -82,6 +82,7 @@ class PythonModelPolicy(nn.Module):
         self.spec = EnvSpec(**{k: v for k, v in spec.items() if k != "max_episode_steps"})
         self.obs_shape: List[int] = list(spec["obs_shape"])
         self.obs_uint8 = bool(spec["obs_uint8"])
+        self.discrete = bool(self.spec.discrete)
         s = getattr(module, "state_size", 0)
         self.state_size = int((s() if callable(s) else s) or 0)
         self.recurrent = self.state_size > 0
@@ -94,8 +95,14 @@ class PythonModelPolicy(nn.Module):
         self.encoder_kind = "python"
 
     def load_weights(self, weights: Dict[str, torch.Tensor]) -> None:
-        """model.pt's tensors by their C++ names: ``py.<name>`` and the four mapping buffers."""
-        want = {"py." + k: v for k, v in self.module.state_dict().items()}
+        """model.pt's tensors by their C++ names: ``py.<name>`` and the four mapping buffers.
+
+        The C++ side saves ``named_parameters()`` and ``named_buffers()`` (a tied weight once,
+        under its first name; non-persistent buffers too), so the same two lists are matched
+        here, not ``state_dict()`` (which repeats tied weights and leaves non-persistent buffers
+        out)."""
+        want = {"py." + k: v for k, v in list(self.module.named_parameters())
+                + list(self.module.named_buffers())}
         missing = sorted(set(want) - set(weights))
         unexpected = sorted(k for k in set(weights) - set(want)
                             if k not in ("obs_shift", "obs_scale", "value_shift", "value_scale"))
@@ -105,7 +112,9 @@ class PythonModelPolicy(nn.Module):
         for k, t in want.items():
             if weights[k].shape != t.shape:
                 raise ValueError(f"model.pt's {k} is {list(weights[k].shape)}, the module's is {list(t.shape)}")
-        self.module.load_state_dict({k[3:]: weights[k] for k in want}, strict=True)
+        with torch.no_grad():
+            for k, t in want.items():
+                t.copy_(weights[k].to(t.dtype))
         for k in ("obs_shift", "obs_scale", "value_shift", "value_scale"):
             if k in weights:
                 setattr(self, k, weights[k].detach().clone().to(torch.float32))
@@ -132,6 +141,24 @@ class PythonModelPolicy(nn.Module):
 
     def initial_state(self, batch: int) -> torch.Tensor:
         return torch.zeros(batch, self.state_size)
+
+    def actions(self, dist: torch.Tensor, greedy: bool = False) -> torch.Tensor:
+        """Actions from ``dist`` as the actors draw them (the built-in Policy's rule)."""
+        return Policy.actions(self, dist, greedy)
+
+    def act(self, obs, state: Optional[torch.Tensor] = None, is_init=None, greedy: bool = False):
+        """``(actions, state)`` for a batch of observations, as ``Policy.act`` (state None for a
+        feed-forward module; None starts a recurrent one from zeros)."""
+        obs = torch.as_tensor(obs)
+        if obs.dtype != torch.uint8:
+            obs = obs.to(torch.float32)
+        with torch.no_grad():
+            batch = obs.size(0)
+            if state is None:
+                state = self.initial_state(batch)
+            init = torch.zeros(batch) if is_init is None else torch.as_tensor(is_init, dtype=torch.float32)
+            dist, _, state = self.step(obs, init, state)
+            return self.actions(dist, greedy), (state if self.recurrent else None)
 
 
 def load_python_policy(config: Dict[str, Any], policy_json: Dict[str, Any],

@@ -121,6 +121,16 @@ def export_python_model(args, d, path):
     diff = max(float((got_d - want_d).abs().max()), float((got_v - want_v).abs().max()))
     print(f"exported step vs mlp.py by hand (batch 7): max abs diff {diff:.3g}")
     check(diff < 1e-5, f"the exported file computes the run's policy (max abs diff {diff:.3g})")
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from mpirl_policy import load_policy
+    policy = load_policy(d)
+    with torch.no_grad():
+        lp_d, lp_v = policy(obs)
+    actions, state = policy.act(obs.numpy(), greedy=True)
+    lp = max(float((lp_d - want_d).abs().max()), float((lp_v - want_v).abs().max()))
+    print(f"mpirl_policy.load_policy(run) vs mlp.py by hand: max abs diff {lp:.3g}")
+    check(lp < 1e-5 and state is None and torch.equal(actions, want_d.argmax(-1)),
+          f"load_policy of a model.python run computes the run's policy (max abs diff {lp:.3g})")
     if importlib.util.find_spec("onnx") is not None:
         r = subprocess.run([args.mpirl, "export", d, "--out", os.path.join(d, "policy.onnx"), "--format", "onnx"],
                            env=mpi_test.ENV, capture_output=True, text=True, timeout=300)

@@ -14,7 +14,9 @@ twins       issue 42's built-in twins: the Python policy (python/mpirl_policy, t
             caught by the same comparison.
 export_cli  `mpirl export` end to end: TorchScript for a recurrent policy (checked in a clean
             process), a model file, a run without policy.json (the env gives the spaces), ONNX (or
-            the error naming what to pip install), a bad run directory.
+            the error naming what to pip install), a bad run directory; for model.python runs,
+            model.pt's tensors loaded into a module with a tied weight and a non-persistent
+            buffer, and a recurrent module on uint8 pixels exported and stepped with a reset.
 Run one case: test_policy_parity.py --dump build/tests/policy_dump --mpirl build/mpirl
 --python-dir python --workdir build/test-runs CASE
 """
@@ -268,7 +270,90 @@ def mpirl_export(run_dir, out, *extra):
     return r
 
 
+def python_model_weights():
+    """PythonModelPolicy.load_weights takes model.pt's py.* tensors as the C++ learner saves them
+    (named_parameters and named_buffers): a tied weight once, under its first name, and a
+    non-persistent buffer. The module loaded from another instance's tensors must compute what
+    that instance computes."""
+    from mpirl_policy.python_model import PythonModelPolicy
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(4, 4)
+            self.b = self.a  # tied: one parameter under two names
+            self.head = torch.nn.Linear(4, 2)
+            self.register_buffer("gain", torch.rand(4), persistent=False)
+
+        def step(self, o, i, s):
+            h = torch.tanh(self.b(torch.tanh(self.a(o))) * self.gain)
+            return self.head(h), h[..., 0], s
+
+    spec = {"obs_shape": [4], "obs_uint8": False, "discrete": True, "num_actions": 2, "action_dim": 0,
+            "action_low": [], "action_high": [], "id": "test", "max_episode_steps": 0}
+    torch.manual_seed(1)
+    source = Tied()
+    torch.manual_seed(2)
+    target = PythonModelPolicy(Tied(), spec, {"model": {}})
+    saved = {"py." + k: v.detach().clone() for k, v in
+             list(source.named_parameters()) + list(source.named_buffers())}
+    check("py.b.weight" not in saved and "py.gain" in saved, f"the saved names are not as C++ saves them: {sorted(saved)}")
+    saved["value_shift"], saved["value_scale"] = torch.tensor([0.5]), torch.tensor([2.0])
+    target.load_weights(saved)
+    obs = torch.randn(5, 4, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        want_d, want_v, _ = source.step(obs, None, None)
+        got_d, got_v = target(obs)
+    worst = max(diff(got_d, want_d), diff(got_v, 2.0 * want_v + 0.5))
+    print(f"load_weights with a tied weight and a non-persistent buffer: max abs diff {worst:.2e}")
+    check(worst <= TOL, f"the loaded Python module differs from the saved one by {worst:.2e}")
+
+
+def python_model_recurrent_export():
+    """A recurrent Python module on uint8 pixels through export_torchscript (what `mpirl export`
+    runs for a model.python run): two steps of the traced file, the state fed back and a reset in
+    the second, against the module evaluated by hand on obs / 255."""
+    from mpirl_policy.export import export_torchscript
+    from mpirl_policy.python_model import PythonModelPolicy
+
+    class Leaky(torch.nn.Module):
+        state_size = 3
+
+        def __init__(self):
+            super().__init__()
+            self.f = torch.nn.Linear(18, 3)
+            self.head = torch.nn.Linear(3, 4)
+
+        def step(self, o, i, s):
+            s = (1 - i).unsqueeze(-1) * 0.5 * s + torch.tanh(self.f(o.flatten(1)))
+            return self.head(s), s[..., 0], s
+
+    spec = {"obs_shape": [2, 3, 3], "obs_uint8": True, "discrete": True, "num_actions": 4, "action_dim": 0,
+            "action_low": [], "action_high": [], "id": "test", "max_episode_steps": 0}
+    torch.manual_seed(4)
+    module = Leaky()
+    policy = PythonModelPolicy(module, spec, {"model": {}}).eval()
+    out = os.path.join(tempfile.mkdtemp(), "leaky.ts")
+    export_torchscript(policy, out, "{}")
+    ts = torch.jit.load(out)
+    g = torch.Generator().manual_seed(5)
+    obs = [torch.randint(0, 256, (3, 2, 3, 3), generator=g, dtype=torch.uint8) for _ in range(2)]
+    inits = [torch.zeros(3), torch.tensor([0.0, 1.0, 0.0])]
+    got_s = want_s = torch.randn(3, 3, generator=g)
+    worst = 0.0
+    with torch.no_grad():
+        for o, i in zip(obs, inits):
+            got_d, got_v, got_s = ts(o, i, got_s)
+            want_s = (1 - i).unsqueeze(-1) * 0.5 * want_s + torch.tanh(module.f(o.float().flatten(1) / 255))
+            worst = max(worst, diff(got_d, module.head(want_s)), diff(got_v, want_s[:, 0]), diff(got_s, want_s))
+    print(f"recurrent uint8 Python module, exported, 2 steps with a reset: max abs diff {worst:.2e}")
+    check(worst <= TOL, f"the exported recurrent Python module differs from it by hand by {worst:.2e}")
+    shutil.rmtree(os.path.dirname(out))
+
+
 def case_export_cli():
+    python_model_weights()
+    python_model_recurrent_export()
     root, _ = dump(ARGS.workdir)
     d = os.path.join(root, "mlp-lru-box")
     ts = os.path.join(root, "lru.ts")
