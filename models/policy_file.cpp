@@ -11,36 +11,45 @@
 
 namespace mpirl::models {
 
-nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts) {
+nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts, int64_t state_size) {
   nlohmann::json action = spec.discrete ? nlohmann::json{{"type", "discrete"}, {"n", spec.num_actions}}
                                         : nlohmann::json{{"type", "box"},
                                                          {"dim", spec.action_dim},
                                                          {"low", spec.action_low},
                                                          {"high", spec.action_high}};
+  nlohmann::json head = {{"format", "mpirl-policy"},
+                         {"version", kPolicyFileVersion},
+                         {"env",
+                          {{"id", spec.id},
+                           {"obs_shape", spec.obs_shape},
+                           {"obs_dtype", spec.obs_uint8 ? "uint8" : "float32"},
+                           {"action", action},
+                           {"max_episode_steps", spec.max_episode_steps}}}};
+  if (!opts.python.empty()) {  // the encoder/core keys do not build a Python module: none of them is recorded
+    head["model"] = {{"encoder", "python"},
+                     {"python", opts.python},
+                     {"state_size", state_size >= 0 ? state_size : python_state_size(spec, opts)},
+                     {"obs_norm", opts.obs_norm && !spec.obs_uint8},
+                     {"obs_norm_clip", opts.obs_norm_clip},
+                     {"dist_size", spec.dist_size()}};
+    return head;
+  }
   const CoreOptions defaults;  // the core options the config does not set
   const std::string encoder = resolve_encoder(opts.encoder, spec.obs_shape);
   const int64_t torso_out = encoder_out_size(encoder, opts.hidden, spec.obs_size());
-  return {{"format", "mpirl-policy"},
-          {"version", kPolicyFileVersion},
-          {"env",
-           {{"id", spec.id},
-            {"obs_shape", spec.obs_shape},
-            {"obs_dtype", spec.obs_uint8 ? "uint8" : "float32"},
-            {"action", action},
-            {"max_episode_steps", spec.max_episode_steps}}},
-          {"model",
-           {{"encoder", encoder},
-            {"hidden", opts.hidden},
-            {"activation", opts.activation},
-            {"core", opts.core},
-            {"core_size", opts.core_size},
-            {"core_state", opts.core_state},
-            {"ffm_context", defaults.ffm_context},
-            {"state_size", core_state_size(core_options(opts, torso_out))},
-            {"obs_norm", opts.obs_norm && !spec.obs_uint8},
-            {"obs_norm_clip", opts.obs_norm_clip},
-            {"critic", opts.critic},
-            {"dist_size", spec.dist_size()}}}};
+  head["model"] = {{"encoder", encoder},
+                   {"hidden", opts.hidden},
+                   {"activation", opts.activation},
+                   {"core", opts.core},
+                   {"core_size", opts.core_size},
+                   {"core_state", opts.core_state},
+                   {"ffm_context", defaults.ffm_context},
+                   {"state_size", core_state_size(core_options(opts, torso_out))},
+                   {"obs_norm", opts.obs_norm && !spec.obs_uint8},
+                   {"obs_norm_clip", opts.obs_norm_clip},
+                   {"critic", opts.critic},
+                   {"dist_size", spec.dist_size()}};
+  return head;
 }
 
 void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& spec, const ModelOptions& opts,
@@ -52,7 +61,7 @@ void save_policy(const std::string& dir, Policy& policy, const envs::EnvSpec& sp
   read_flat(cpu, flat.data());
   std::ostringstream os;
   torch::save(cpu, os);
-  write_json_atomic(dir + "/policy.json", policy_spec_json(spec, opts));
+  write_json_atomic(dir + "/policy.json", policy_spec_json(spec, opts, policy->state_size()));
   write_file_atomic(dir + "/" + model_file, os.str());
 }
 

@@ -25,7 +25,9 @@ inline constexpr int kPolicyFileVersion = 1;
 //            "max_episode_steps"},
 //    "model": {"encoder" (resolved), "hidden", "activation", "core", "core_size", "core_state",
 //              "ffm_context", "state_size", "dist_size", "obs_norm", "obs_norm_clip"}}
-nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts);
+// A model.python run's "model" is {"encoder": "python", "python" (file.py:factory), "state_size",
+// "dist_size", "obs_norm", "obs_norm_clip"}. state_size < 0: computed (a Python run imports its module).
+nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& opts, int64_t state_size = -1);
 
 // Writes dir/<model_file> (default model.pt: a CPU copy of `policy`, wherever it lives) and
 // dir/policy.json, each atomically (core/run_dir.h). Throws mpirl::Error naming the file.

@@ -166,5 +166,10 @@ def load_python_policy(config: Dict[str, Any], policy_json: Dict[str, Any],
     spec = spec_dict(policy_json)
     module = build_module(str(config["model"]["python"]), spec, options_dict(config))
     policy = PythonModelPolicy(module, spec, config)
+    recorded = policy_json.get("model", {}).get("state_size")  # runs since policy.json records it
+    if policy_json.get("model", {}).get("encoder") == "python" and recorded is not None \
+            and int(recorded) != policy.state_size:
+        raise ValueError(f"{policy.path_factory}'s module has state_size {policy.state_size}, the run's had "
+                         f"{recorded} (policy.json): has the file changed since training?")
     policy.load_weights(weights)
     return policy.eval()

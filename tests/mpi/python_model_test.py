@@ -105,6 +105,10 @@ def export_python_model(args, d, path):
                        timeout=300)
     sys.stdout.write(r.stdout[-2000:] + r.stderr[-2000:])
     check(r.returncode == 0 and os.path.exists(ts), f"mpirl export writes the Python model's step (exit {r.returncode})")
+    model_json = json.load(open(os.path.join(d, "policy.json")))["model"]
+    check(model_json.get("encoder") == "python" and model_json.get("state_size") == 0
+          and model_json.get("python") == f"{path}:make",
+          f"policy.json records the Python module, not the built-in keys: {model_json}")
     weights = torch.jit.load(os.path.join(d, "model.pt")).state_dict()
     check(float((weights["obs_scale"] - 1).abs().max()) > 1e-3, "the run's obs normalisation is not the identity")
     mod_spec = importlib.util.spec_from_file_location("mlp_for_export_test", path)
