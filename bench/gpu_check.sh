@@ -9,7 +9,7 @@
 #   3. the GPU tests (ctest -L gpu: CUDA scan vs CPU, CUDA-graph step vs eager, NCCL on one GPU)
 #   4. bench_scan --device cuda (bandwidth of the scan kernels), and the scan as a PyTorch operator
 #      on CUDA (tests/ops/test_scan_op.py --cuda: CUDA against CPU through torch.ops.mpirl)
-#   5. bench_learner graph vs eager (MLP and LRU, T = 32, B = 256)
+#   5. bench_learner graph vs eager (MLP and LRU, T = 32, B = 256; the LRU as a model.python twin too)
 # (The measurement the lend is for first: a run cut short by its time limit keeps what it wrote.)
 # Usage: bench/gpu_check.sh [BUILD_DIR=build] [RESULTS=bench/out/gpu_check.txt]
 # Environment: GPU_CHECK_RANKS (default: the cores, at most 16), GPU_CHECK_SECONDS (default 120),
@@ -147,6 +147,12 @@ elif ((gpu)); then
     "$py" "$root/tests/ops/test_scan_op.py" --cuda
   run "bench_learner MLP graph vs eager" 60 "$bin/bench_learner" --device cuda --policy mlp --T 32 --B 256 --seconds 3
   run "bench_learner LRU graph vs eager" 60 "$bin/bench_learner" --device cuda --policy lru --T 32 --B 256 --seconds 3
+  # model.python: the built-ins' Python twins (bench/python_twin.py), captured or, where the
+  # capture fails, eager with the reason in "step" (never measured on a GPU before this check)
+  for twin in make make_scan; do
+    run "bench_learner Python LRU twin ($twin) graph vs eager" 90 "$bin/bench_learner" --device cuda --policy lru \
+      --T 32 --B 256 --seconds 3 --set "model.python=\"$root/bench/python_twin.py:$twin\"" --set 'learner.value_norm="none"'
+  done
 else
   say "SKIPPED (no GPU): bench_scan --device cuda, the scan operator on CUDA, bench_learner graph vs eager (CUDA graphs need a GPU)"
 fi

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/test_hooks.h"
 
 #if MPIRL_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -109,6 +110,8 @@ void StaticStep::undo_warm_up(const std::vector<torch::Tensor>& saved) {
 const StepOut& StaticStep::run(const TrainBatch& b) {
   if (!in_.rewards.defined()) allocate(b);
   copy_in(b);
+  if (!warmed_up_ && !graphs_ && test_hook("MPIRL_TEST_CAPTURE_FAULT"))  // before any step: nothing changed
+    throw CaptureError("capturing the learner step as a CUDA graph failed: injected by MPIRL_TEST_CAPTURE_FAULT");
   if (mode_ == Mode::Uncaptured) {
     if (!warmed_up_) {  // as before a capture, so that the CPU tests check the warm-up leaves no trace
       auto saved = saved_state();
@@ -181,7 +184,7 @@ void StaticStep::capture() {
         capturing->capture_end();
       } catch (const std::exception&) {
       }
-      throw Error(fmt::format("capturing the learner step as a CUDA graph failed (learner.cuda_graph = false runs "
+      throw CaptureError(fmt::format("capturing the learner step as a CUDA graph failed (learner.cuda_graph = false runs "
                               "it eagerly): {}", e.what()));
     }
   }

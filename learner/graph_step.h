@@ -20,10 +20,17 @@
 
 #include <torch/torch.h>
 
+#include "core/error.h"
 #include "learner/gradient_reducer.h"
 #include "learner/algorithms/algorithm.h"
 
 namespace mpirl::learner {
+
+// The capture itself failed (the warm-up ran and was undone; the captured kernels never ran).
+class CaptureError : public Error {
+ public:
+  using Error::Error;
+};
 
 struct StepFns {
   std::function<LossTerms(const TrainBatch&)> grad;  // gradients to none, forward, loss, backward

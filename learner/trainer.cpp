@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "learner/algorithms/make_algorithm.h"
@@ -27,8 +28,6 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double ma
 
 namespace {
 StepMode resolve(StepMode m, const Config& cfg, torch::Device device) {
-  // A Python module's step is not captured (yet): eager, which describe() reports.
-  if (m == StepMode::Auto && !cfg.model.python.empty()) return StepMode::Eager;
   if (m == StepMode::Auto) return device.is_cuda() && cfg.learner.cuda_graph ? StepMode::Graph : StepMode::Eager;
   MPIRL_CHECK(m != StepMode::Graph || device.is_cuda(), "CUDA-graph steps need a CUDA device, not {}", device.str());
   return m;
@@ -91,6 +90,7 @@ void Trainer::bootstrap(TrainBatch& batch, const BootInputs& boot) {
 
 void Trainer::set_mode(StepMode m) {
   mode_ = resolve(m, cfg_, device_);
+  if (!capture_failure_.empty() && mode_ != StepMode::Eager) mode_ = StepMode::Eager;  // tried once: no retries
   static_.reset();
 }
 
@@ -99,7 +99,9 @@ std::string Trainer::describe() const {
                   : mode_ == StepMode::Static ? "static buffers, uncaptured"
                                               : "eager";
   std::string s = fmt::format("{} steps, {}", m, optim_->name());
-  if (!cfg_.model.python.empty()) s += fmt::format(", model.python {} (a Python module's step is not captured)", cfg_.model.python);
+  if (!cfg_.model.python.empty())
+    s += fmt::format(", model.python {}{}", cfg_.model.python,
+                     capture_failure_.empty() ? "" : " (its step could not be captured: eager)");
   if (mode_ == StepMode::Graph && !reducer_.capturable())
     s += ", two graphs around the host all-reduce (the reducer cannot be captured)";
   return s;
@@ -149,7 +151,21 @@ StepOut Trainer::step(const TrainBatch& b) {
                                                                      : StaticStep::Mode::Uncaptured,
                                            step_fns(), reducer_, params_, std::move(state));
   }
-  return static_->run(b);  // static outputs: the caller clones what it keeps past the next step
+  if (cfg_.model.python.empty() || static_->graphs() > 0) return static_->run(b);  // static outputs: the
+                                                                                  // caller clones them
+  // A Python module may do what a capture cannot (a host sync, a data-dependent shape): its first
+  // static step falls back to eager steps, said once in the log. The warm-up was undone and a
+  // failed capture ran nothing, so the parameters and optimizer state are as before the attempt.
+  try {
+    return static_->run(b);
+  } catch (const CaptureError& e) {
+    capture_failure_ = e.what();
+    spdlog::warn("model.python {}: the learner step runs eagerly, {}", cfg_.model.python, capture_failure_);
+    mode_ = StepMode::Eager;
+    static_.reset();
+    for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+    return step(b);
+  }
 }
 
 namespace {

@@ -53,7 +53,11 @@ class Trainer {
   // Until the gradient average of the last step has completed (GradientReducer::wait).
   void wait_reducer() { reducer_.wait(); }
   // Switches how the next steps run (Eager after a failed self-check); a captured graph is dropped.
+  // After a model.python step failed to capture, Graph means Eager.
   void set_mode(StepMode m);
+  // model.python: why its step could not be captured (the learner then runs it eagerly); empty
+  // while it is captured or was never tried.
+  const std::string& capture_failure() const { return capture_failure_; }
   std::string describe() const;  // the step mode and optimizer, for the log
   int graphs() const { return static_ ? static_->graphs() : 0; }  // CUDA graphs captured so far
 
@@ -114,6 +118,7 @@ class Trainer {
   ObsNormalizer obs_norm_;
   std::unique_ptr<PopArt> popart_;  // learner.value_norm = "popart"
   std::unique_ptr<StaticStep> static_;  // built at the first update (Static and Graph)
+  std::string capture_failure_;         // model.python: the capture's error, once it failed
   // On the device, float32 scalars: 1 when the last step was skipped; steps skipped; in a row;
   // the test hook's factor on the loss, minus 1 (0 or NaN). Updated inside the (captured) step.
   torch::Tensor skip_, skipped_, in_a_row_, nan_;

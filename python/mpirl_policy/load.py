@@ -68,8 +68,11 @@ def read_weights(model_pt: PathLike) -> Dict[str, torch.Tensor]:
 def build_policy(config: Dict[str, Any], spec_json: Dict[str, Any],
                  weights: Optional[Dict[str, torch.Tensor]] = None) -> Policy:
     """A Policy for a parsed config.toml and policy.json, loaded with ``weights`` (C++ names) if given."""
-    opts = model_options(config)
     model = spec_json.get("model", {})
+    if model.get("encoder") == "python" or config.get("model", {}).get("python"):
+        raise ValueError("this run's network is a model.python module, not a built-in policy: "
+                         "load it with load_policy(run_dir) (or python_model.load_python_policy)")
+    opts = model_options(config)
     opts.ffm_context = int(model.get("ffm_context", opts.ffm_context))
     policy = Policy(env_spec(spec_json), opts)
     for key, ours in (("encoder", policy.encoder_kind), ("state_size", policy.state_size)):

@@ -135,12 +135,24 @@ class PythonModelPolicy(nn.Module):
 
     def forward(self, obs: torch.Tensor, is_init: torch.Tensor = None, state: torch.Tensor = None):
         if not self.recurrent:
-            zero = torch.zeros(obs.shape[0], 0)
-            return self.step(obs, torch.zeros(obs.shape[0]), zero)[:2]
+            zero = torch.zeros(obs.shape[0], 0, device=obs.device)
+            return self.step(obs, torch.zeros(obs.shape[0], device=obs.device), zero)[:2]
         return self.step(obs, is_init, state)
 
+    def unroll(self, obs: torch.Tensor, is_init: torch.Tensor,
+               state0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, None]:
+        """``[T, B, ...]`` sequences through the module's ``unroll``: ``(dist, value, None)``. The
+        module's contract returns no final state (the built-in Policy's third output); carry a
+        state across calls with ``step``."""
+        dist, value = self.module.unroll(self.obs_in(obs), is_init.to(torch.float32), state0)[:2]
+        return dist, self.value_scale * value + self.value_shift, None
+
     def initial_state(self, batch: int) -> torch.Tensor:
-        return torch.zeros(batch, self.state_size)
+        return torch.zeros(batch, self.state_size, device=self.value_shift.device)
+
+    def split_dist(self, dist: torch.Tensor):
+        """(logits, None) for a discrete policy, (mean, log_std) for a box policy."""
+        return (dist, None) if self.discrete else tuple(dist.chunk(2, -1))
 
     def actions(self, dist: torch.Tensor, greedy: bool = False) -> torch.Tensor:
         """Actions from ``dist`` as the actors draw them (the built-in Policy's rule)."""
@@ -149,14 +161,16 @@ class PythonModelPolicy(nn.Module):
     def act(self, obs, state: Optional[torch.Tensor] = None, is_init=None, greedy: bool = False):
         """``(actions, state)`` for a batch of observations, as ``Policy.act`` (state None for a
         feed-forward module; None starts a recurrent one from zeros)."""
-        obs = torch.as_tensor(obs)
+        dev = self.value_shift.device  # where load_policy(..., device=) put the module
+        obs = torch.as_tensor(obs, device=dev)
         if obs.dtype != torch.uint8:
             obs = obs.to(torch.float32)
         with torch.no_grad():
             batch = obs.size(0)
             if state is None:
                 state = self.initial_state(batch)
-            init = torch.zeros(batch) if is_init is None else torch.as_tensor(is_init, dtype=torch.float32)
+            init = torch.zeros(batch, device=dev) if is_init is None else \
+                torch.as_tensor(is_init, dtype=torch.float32, device=dev)
             dist, _, state = self.step(obs, init, state)
             return self.actions(dist, greedy), (state if self.recurrent else None)
 

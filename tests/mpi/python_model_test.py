@@ -140,6 +140,22 @@ def export_python_model(args, d, path):
                            env=mpi_test.ENV, capture_output=True, text=True, timeout=300)
         sys.stdout.write(r.stdout[-1000:] + r.stderr[-1000:])
         check(r.returncode == 0, f"mpirl export --format onnx of a Python model (exit {r.returncode})")
+    # A module that no longer matches the run (policy.json's state_size edited to say so): refused.
+    pj = os.path.join(d, "policy.json")
+    original = open(pj).read()
+    edited = json.loads(original)
+    edited["model"]["state_size"] = 3
+    with open(pj, "w") as f:
+        json.dump(edited, f)
+    try:
+        r = subprocess.run([args.mpirl, "export", d, "--out", os.path.join(d, "changed.ts")], env=mpi_test.ENV,
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        with open(pj, "w") as f:
+            f.write(original)
+    print(r.stderr.strip())
+    check(r.returncode == 2 and "state_size 0" in r.stderr and "had 3" in r.stderr,
+          f"a module whose state_size changed since training is refused (exit {r.returncode})")
     moved = path + ".moved"
     shutil.move(path, moved)
     try:

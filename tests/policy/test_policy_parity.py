@@ -14,9 +14,10 @@ twins       issue 42's built-in twins: the Python policy (python/mpirl_policy, t
             caught by the same comparison.
 export_cli  `mpirl export` end to end: TorchScript for a recurrent policy (checked in a clean
             process), a model file, a run without policy.json (the env gives the spaces), ONNX (or
-            the error naming what to pip install), a bad run directory; for model.python runs,
-            model.pt's tensors loaded into a module with a tied weight and a non-persistent
-            buffer, and a recurrent module on uint8 pixels exported and stepped with a reset.
+            the error naming what to pip install), a bad run directory; for model.python,
+            tensors named as models/python_model.cpp saves them (named_parameters and
+            named_buffers) loaded into a module with a tied weight and a non-persistent buffer,
+            and a recurrent module on uint8 pixels exported and stepped with a reset.
 Run one case: test_policy_parity.py --dump build/tests/policy_dump --mpirl build/mpirl
 --python-dir python --workdir build/test-runs CASE
 """
@@ -328,6 +329,14 @@ def python_model_recurrent_export():
             s = (1 - i).unsqueeze(-1) * 0.5 * s + torch.tanh(self.f(o.flatten(1)))
             return self.head(s), s[..., 0], s
 
+        def unroll(self, o, i, s):
+            ds, vs = [], []
+            for t in range(o.shape[0]):
+                d, v, s = self.step(o[t], i[t], s)
+                ds.append(d)
+                vs.append(v)
+            return torch.stack(ds), torch.stack(vs)
+
     spec = {"obs_shape": [2, 3, 3], "obs_uint8": True, "discrete": True, "num_actions": 4, "action_dim": 0,
             "action_low": [], "action_high": [], "id": "test", "max_episode_steps": 0}
     torch.manual_seed(4)
@@ -346,7 +355,15 @@ def python_model_recurrent_export():
             got_d, got_v, got_s = ts(o, i, got_s)
             want_s = (1 - i).unsqueeze(-1) * 0.5 * want_s + torch.tanh(module.f(o.float().flatten(1) / 255))
             worst = max(worst, diff(got_d, module.head(want_s)), diff(got_v, want_s[:, 0]), diff(got_s, want_s))
-    print(f"recurrent uint8 Python module, exported, 2 steps with a reset: max abs diff {worst:.2e}")
+        # mpirl_policy's own unroll of the same two steps (the module's unroll, mapped the same way).
+        state0 = got_s.new_zeros(3, 3)
+        ts_steps, s = [], state0
+        for o, i in zip(obs, inits):
+            d, _, s = ts(o, i, s)
+            ts_steps.append(d)
+        un_d, _, _ = policy.unroll(torch.stack(obs), torch.stack(inits), state0)
+        worst = max(worst, diff(un_d, torch.stack(ts_steps)))
+    print(f"recurrent uint8 Python module, exported, 2 steps with a reset (and unroll): max abs diff {worst:.2e}")
     check(worst <= TOL, f"the exported recurrent Python module differs from it by hand by {worst:.2e}")
     shutil.rmtree(os.path.dirname(out))
 
