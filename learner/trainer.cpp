@@ -163,8 +163,7 @@ StepOut Trainer::step(const TrainBatch& b) {
     spdlog::warn("model.python {}: the learner step runs eagerly, {}", cfg_.model.python, capture_failure_);
     mode_ = StepMode::Eager;
     static_.reset();
-    for (auto& p : params_) p.mutable_grad() = torch::Tensor();
-    return step(b);
+    return step(b);  // its zero_grad(true) drops gradients the capture left
   }
 }
 

@@ -25,30 +25,29 @@ nlohmann::json policy_spec_json(const envs::EnvSpec& spec, const ModelOptions& o
                            {"obs_dtype", spec.obs_uint8 ? "uint8" : "float32"},
                            {"action", action},
                            {"max_episode_steps", spec.max_episode_steps}}}};
-  if (!opts.python.empty()) {  // the encoder/core keys do not build a Python module: none of them is recorded
-    head["model"] = {{"encoder", "python"},
-                     {"python", opts.python},
-                     {"state_size", state_size >= 0 ? state_size : python_state_size(spec, opts)},
-                     {"obs_norm", opts.obs_norm && !spec.obs_uint8},
-                     {"obs_norm_clip", opts.obs_norm_clip},
-                     {"dist_size", spec.dist_size()}};
-    return head;
+  // Keys every policy has; a Python module's encoder/core keys would not build it: none recorded.
+  nlohmann::json model = {{"obs_norm", opts.obs_norm && !spec.obs_uint8},
+                          {"obs_norm_clip", opts.obs_norm_clip},
+                          {"dist_size", spec.dist_size()}};
+  if (!opts.python.empty()) {
+    model["encoder"] = "python";
+    model["python"] = opts.python;
+    model["state_size"] = state_size >= 0 ? state_size : python_state_size(spec, opts);
+  } else {
+    const CoreOptions defaults;  // the core options the config does not set
+    const std::string encoder = resolve_encoder(opts.encoder, spec.obs_shape);
+    const int64_t torso_out = encoder_out_size(encoder, opts.hidden, spec.obs_size());
+    model.update({{"encoder", encoder},
+                  {"hidden", opts.hidden},
+                  {"activation", opts.activation},
+                  {"core", opts.core},
+                  {"core_size", opts.core_size},
+                  {"core_state", opts.core_state},
+                  {"ffm_context", defaults.ffm_context},
+                  {"state_size", core_state_size(core_options(opts, torso_out))},
+                  {"critic", opts.critic}});
   }
-  const CoreOptions defaults;  // the core options the config does not set
-  const std::string encoder = resolve_encoder(opts.encoder, spec.obs_shape);
-  const int64_t torso_out = encoder_out_size(encoder, opts.hidden, spec.obs_size());
-  head["model"] = {{"encoder", encoder},
-                   {"hidden", opts.hidden},
-                   {"activation", opts.activation},
-                   {"core", opts.core},
-                   {"core_size", opts.core_size},
-                   {"core_state", opts.core_state},
-                   {"ffm_context", defaults.ffm_context},
-                   {"state_size", core_state_size(core_options(opts, torso_out))},
-                   {"obs_norm", opts.obs_norm && !spec.obs_uint8},
-                   {"obs_norm_clip", opts.obs_norm_clip},
-                   {"critic", opts.critic},
-                   {"dist_size", spec.dist_size()}};
+  head["model"] = std::move(model);
   return head;
 }
 
