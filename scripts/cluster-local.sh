@@ -62,6 +62,19 @@ holder_pid() { # name -> pid of the node's holder, if it is alive
 }
 nodes() { [ -d "$STATE/nodes" ] && ls "$STATE/nodes" | sort -V || true; }
 
+# State left from an earlier boot (a rebooted machine, or a disk image taken while a cluster was up,
+# where /run is not a tmpfs) names processes and namespaces that are gone: its pid and netns
+# numbers may since belong to new ones (namespace inode numbers restart low at every boot), so
+# acting on it could kill a live node or anything else. It is forgotten, not acted on.
+BOOT_ID=$(cat /proc/sys/kernel/random/boot_id)
+forget_stale_state() {
+  [ -d "$STATE" ] || return 0
+  [ "$(cat "$STATE/boot_id" 2>/dev/null)" = "$BOOT_ID" ] && return 0
+  [ -e "$STATE/boot_id" ] || [ -d "$STATE/nodes" ] || return 0
+  log "forgetting $STATE: it is from an earlier boot (nothing of it is running)"
+  rm -rf "$STATE"
+}
+
 mca_env() { # the environment every command on the cluster gets (Open MPI's MCA parameters, Slurm's)
   cat <<EOF
 OMPI_MCA_plm_rsh_agent=$STATE/bin/rsh
@@ -170,6 +183,9 @@ kill_node() { # name: SIGKILL to every process of the node at once (again for an
     kill -KILL $pids 2>/dev/null || true
     sleep 0.05
   done
+  # The namespace is gone with its last process and its number may be reused by a new one: a dead
+  # node's record must not name it (a later `down` would kill whatever has it then).
+  [ -z "$pids" ] && rm -f "$STATE/nodes/$name/netns" "$STATE/nodes/$name/pid"
   ip link del "mpirl-$name" 2>/dev/null || true
 }
 
@@ -179,8 +195,13 @@ up() {
   command -v unshare >/dev/null && command -v nsenter >/dev/null && command -v ip >/dev/null ||
     die "needs util-linux (unshare, nsenter) and iproute2 (ip)"
   mkdir -p "$STATE/nodes"
+  echo "$BOOT_ID" >"$STATE/boot_id"
   for ((i = 1; i <= n; i++)); do names+=("n$i"); done
   [ "$slurm" = --slurm ] && names=(head "${names[@]}")
+  # nodes beyond N from an earlier `up` are stopped first, before new ones exist
+  for i in $(nodes); do
+    [[ " ${names[*]} " == *" $i "* ]] || { log "stopping $i (not in this cluster)"; kill_node "$i"; rm -rf "$STATE/nodes/$i"; }
+  done
   # /etc/hosts of every node: the nodes, localhost; nothing of the machine's own
   { echo "127.0.0.1 localhost"; echo "::1 localhost ip6-localhost"
     for i in "${names[@]}"; do echo "$(node_ip "$i") $i"; done; } >"$STATE/hosts.new"
@@ -191,10 +212,6 @@ up() {
   ip link show "$BR" >/dev/null 2>&1 || ip link add "$BR" type bridge
   ip link set "$BR" up
   for i in "${names[@]}"; do start_node "$i"; done
-  # nodes beyond N from an earlier `up` are stopped
-  for i in $(nodes); do
-    [[ " ${names[*]} " == *" $i "* ]] || { log "stopping $i (not in this cluster)"; kill_node "$i"; rm -rf "$STATE/nodes/$i"; }
-  done
   if [ "$slurm" = --slurm ]; then "$here/cluster-slurm.sh" up "$STATE" "$n"; fi
   log "up: ${names[*]} on bridge $BR, subnet $NET.0/24 (state in $STATE)"
   log "Open MPI settings for this cluster (\`$0 env\`):"
@@ -225,6 +242,7 @@ status() {
 }
 
 cmd=${1:-}; shift || true
+forget_stale_state
 case $cmd in
   up) up "$@" ;;
   down) down ;;
