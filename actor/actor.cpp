@@ -39,12 +39,13 @@ Actor::Actor(const Config& cfg, const Comms& comms, int64_t segment)
   for (size_t g = 0; g < groups_.g.size(); ++g)
     venv_.push_back(envs::make_vector_env(cfg, groups_.g[g].n, g == 0 ? env_seed : envs::mix_seed(env_seed, 0xb7e1u + g)));
   spec_ = venv_[0]->spec();
-  layout_ = std::make_unique<SeqLayout>(spec_, T_, models::state_size(cfg, spec_));
+  layout_ = std::make_unique<SeqLayout>(spec_, T_, models::state_size(cfg, spec_), seq_layout_priority(cfg));
   const uint64_t act_seed = envs::mix_seed(segment ? seed_ : cfg.run.seed, 77 + uint64_t(comms.rank));
   if (comms.layout.central())
     policy_ = std::make_unique<RemotePolicy>(cfg, comms, spec_, groups_, act_seed);
   else
     policy_ = std::make_unique<LocalPolicy>(cfg, comms, spec_, groups_, act_seed);
+  priority_ = priority_options(cfg);
   credits_ = cfg.actor.max_inflight;
   size_t payload = wire::payload_bytes(layout_->arrays(E_, true, E_ * T_));
   slots_.resize(size_t(cfg.actor.max_inflight));
@@ -138,6 +139,14 @@ void Actor::send(Slot& s) {
     ver[e] = min_version_;
     act[e] = comms_.rank;
     idx[e] = int32_t(e);
+  }
+  if (layout_->has(Seq::InitialPriority)) {  // R2D2 with r2d2.initial_priority = "actor": the rows are Q-values
+    const int64_t A = spec_.dist_size();
+    auto* pr = field<float>(s, Seq::InitialPriority);
+    for (int64_t e = 0; e < E_; ++e)
+      pr[e] = sequence_priority(f32(s, Seq::Dist) + e * T_ * A, A, A, field<int64_t>(s, Seq::Action) + e * T_,
+                                f32(s, Seq::Reward) + e * T_, u8(s, Seq::Terminated) + e * T_,
+                                u8(s, Seq::Truncated) + e * T_, T_, priority_);
   }
   auto* r = reinterpret_cast<float*>(s.payload() + offsets[nf]);
   auto* l = reinterpret_cast<int32_t*>(s.payload() + offsets[nf + 1]);

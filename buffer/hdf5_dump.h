@@ -23,6 +23,7 @@
 //                            boot_step   int32   [n, K]          }
 //                            version int64 [n], actor int32 [n], env_index int32 [n]
 //                            state0      float32 [n, S]          (recurrent cores only, S > 0)
+//                            initial_priority float32 [n]        (r2d2.initial_priority = "actor" only)
 //   /items/priority        float64 [items]
 //   /items/times_sampled   int64 [items]
 //   /items/insert_seq      int64 [items]   insertion sequence number

@@ -24,7 +24,7 @@ ReplayServer::ReplayServer(const Config& cfg, const Comms& comms, const RunStart
     : pid_file_(start.run_dir, comms.layout.shard_index(comms.rank)), cfg_(cfg), comms_(comms), start_(start),
       shard_(comms.layout.shard_index(comms.rank)), actors_(comms.layout.actors_of_shard(shard_)),
       part_(part_name(shard_)), spec_(envs::env_spec(cfg)),
-      layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_)),
+      layout_(spec_, cfg.actor.rollout_len, models::state_size(cfg, spec_), seq_layout_priority(cfg)),
       rb_(layout_, server_options(cfg, layout_, shard_)), dumps_(cfg, start.run_dir, shard_), stalls_(comms, cfg.run.stall_timeout_s),
       reply_capacity_(sample_reply_capacity(layout_, cfg.learner.batch_size, comms.layout.learners)) {
   c_.sampled_by_learner.assign(size_t(comms.layout.learners), 0);

@@ -202,9 +202,13 @@ void ReplayBuffer::commit_chunk(size_t payload_offset, int64_t rows) {
   const int64_t c = reserved_;
   reserved_ = -1;
   payload_off_[size_t(c)] = payload_offset;
+  // The actor's priorities (comm/seq_layout.h: initial_priority), negative: the largest so far.
+  const float* initial = layout_.has(Seq::InitialPriority)
+                             ? layout_.ptr<float>(chunk(c) + payload_offset, Seq::InitialPriority, R_)
+                             : nullptr;
   for (int64_t r = 0; r < R_; ++r) {
     ItemMeta m;
-    m.priority = max_priority_;
+    m.priority = initial && initial[r] >= 0 ? double(initial[r]) : max_priority_;
     m.insert_seq = next_seq_;
     place(c * R_ + r, m);
   }

@@ -160,7 +160,7 @@ void validate_replay_config(const Config& cfg) {
   if (!cfg.replay.restore.empty()) {
     try {
       auto spec = envs::env_spec(cfg);
-      auto layout = SeqLayout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec));
+      auto layout = SeqLayout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec), seq_layout_priority(cfg));
       auto h = read_dump_header(cfg.replay.restore);
       check_dump_compatible(h, cfg.replay.restore, layout, cfg.env.id, rounded);
     } catch (const ConfigError&) {

@@ -1,5 +1,7 @@
 // The actors' rollouts into the replay rank (buffer/replay_server.h): received without blocking,
 // straight into a reserved chunk, compressed ones decoded there; ActorDone.
+#include <cmath>
+
 #include "buffer/messages.h"
 #include "buffer/replay_server.h"
 #include "comm/rollout_codec.h"
@@ -116,6 +118,14 @@ void ReplayServer::received(const Incoming& in) {
     rows = layout_.check(msg, src);
   }
   if (rows != E) throw Error(fmt::format("rollout from rank {} holds {} envs, expected env.num_envs = {}", src, rows, E));
+  if (layout_.has(Seq::InitialPriority)) {  // the actor's priorities: finite (negative: the largest so far)
+    const char* base = (is_compressed_rollout(msg) ? (into_chunk ? buf : plain_.data()) : buf) + payload_offset;
+    const float* p = layout_.ptr<float>(base, Seq::InitialPriority, rows);
+    for (int64_t i = 0; i < rows; ++i)
+      if (!std::isfinite(p[i]))
+        throw Error(fmt::format("rollout from rank {}: env {}'s initial_priority is {} (r2d2.initial_priority = "
+                                "\"actor\"; the actor's Q-values are not finite)", src, i, p[i]));
+  }
   const auto stats = read_episode_stats(msg, stats_at, src);
   if (!into_chunk) {
     if (!stopping_)

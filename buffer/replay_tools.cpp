@@ -14,7 +14,7 @@ int replay_roundtrip_main(const std::string& in, const std::string& out) {
     auto h = read_dump_header(in);
     Config cfg = parse_resolved_config(h.config);
     auto spec = envs::env_spec(cfg);
-    auto layout = SeqLayout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec));
+    auto layout = SeqLayout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec), seq_layout_priority(cfg));
     ReplayOptions o;
     o.capacity = h.capacity;
     o.selector = h.selector;

@@ -19,7 +19,7 @@ int64_t boot_slots(const envs::EnvSpec& spec, int64_t T) {
   return std::min(T, (T + spec.max_episode_steps - 1) / spec.max_episode_steps);
 }
 
-SeqLayout::SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size)
+SeqLayout::SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size, bool initial_priority)
     : T_(T), S_(state_size), K_(mpirl::boot_slots(spec, T)) {
   const DType obs_dtype = spec.obs_uint8 ? DType::U8 : DType::F32;
   auto with_obs = [&](int64_t lead) {
@@ -47,6 +47,7 @@ SeqLayout::SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size)
   fields_.push_back({Seq::Actor, "actor", DType::I32, {}});
   fields_.push_back({Seq::EnvIndex, "env_index", DType::I32, {}});
   if (S_ > 0) fields_.push_back({Seq::State0, "state0", DType::F32, {S_}});
+  if (initial_priority) fields_.push_back({Seq::InitialPriority, "initial_priority", DType::F32, {}});
   pos_.fill(-1);
   for (size_t i = 0; i < fields_.size(); ++i) {
     auto& f = fields_[i];
@@ -136,5 +137,9 @@ size_t sample_reply_capacity(const SeqLayout& layout, int64_t B, int learners) {
 }
 
 int64_t rollout_overlap(const Config& cfg) { return cfg.learner.algo == "r2d2" ? cfg.r2d2.burn_in : 0; }
+
+bool seq_layout_priority(const Config& cfg) {
+  return cfg.learner.algo == "r2d2" && cfg.r2d2.initial_priority == "actor";
+}
 
 }  // namespace mpirl

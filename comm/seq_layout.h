@@ -19,6 +19,9 @@
 //   actor        int32   []             actor rank
 //   env_index    int32   []             env index within the actor
 //   state0       float32 [S]            recurrent core state before step 0 (S > 0 only)
+//   initial_priority float32 []         the priority the actor computed for the sequence (R2D2 with
+//                r2d2.initial_priority = "actor" only; actor/sequence_priority.h): the replay
+//                inserts the item with it; negative: with the largest priority so far
 // The learner computes the value of boot_obs with its current parameters (not the actor's old
 // ones). K = min(T, ceil(T / max_episode_steps)) slots: truncations of one env are at least
 // max_episode_steps apart; envs with no time limit have K = 0 and may not truncate.
@@ -35,7 +38,7 @@ namespace mpirl {
 
 enum class Seq : int {
   Obs, IsInit, Action, Reward, Terminated, Truncated, Logp, Dist, BootObs, BootState, BootStep, Version, Actor,
-  EnvIndex, State0, Count
+  EnvIndex, State0, InitialPriority, Count
 };
 inline constexpr size_t kSeqFields = size_t(Seq::Count);
 
@@ -49,7 +52,8 @@ struct SeqField {
 
 class SeqLayout {
  public:
-  SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size = 0);
+  // initial_priority: the layout carries the actor-computed priority field (seq_layout_priority(cfg)).
+  SeqLayout(const envs::EnvSpec& spec, int64_t T, int64_t state_size = 0, bool initial_priority = false);
   int64_t T() const { return T_; }
   int64_t state_size() const { return S_; }
   int64_t boot_slots() const { return K_; }  // K
@@ -100,6 +104,9 @@ size_t sample_reply_payload_offset(int learners);
 // burn-in, so that every burn-in runs over the steps that really came before its sequence and every
 // step is trained on once; 0 for the other algorithms. An actor's first rollout repeats nothing.
 int64_t rollout_overlap(const Config& cfg);
+// Whether the run's sequences carry the actor-computed initial priority (R2D2 with
+// r2d2.initial_priority = "actor"); every rank builds its layout with this.
+bool seq_layout_priority(const Config& cfg);
 // The env steps rollout number `seq` of an actor (0, 1, ...) holds that no rollout before it did.
 inline int64_t new_steps(int64_t T, int64_t overlap, uint64_t seq) { return seq == 0 ? T : T - overlap; }
 

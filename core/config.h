@@ -90,6 +90,9 @@ struct Config {
     double priority_eta = 0.9;     // sequence priority: eta * max|delta| + (1 - eta) * mean|delta|
     double rescale_eps = 1e-3;     // h(x) = sign(x) (sqrt(|x| + 1) - 1) + eps x
     double epsilon_base = 0.4, epsilon_alpha = 7;  // env i of N: epsilon = base^(1 + alpha i / (N - 1))
+    // "max": new items get the largest priority so far; "actor": the priority the actor computes
+    // from its own Q-values (Ape-X; actor/sequence_priority.h)
+    std::string initial_priority = "max";
   } r2d2;
   struct Kernels {
     std::string scan_backend = "auto";  // "auto" | "native" | "aten" (kernels/scan.h)

@@ -151,6 +151,8 @@ const Schema& schema() {
     m["r2d2.priority_eta"] = float_field(0, 1, [](Config& c, double v) { c.r2d2.priority_eta = v; });
     m["r2d2.rescale_eps"] = float_field(0, 1, [](Config& c, double v) { c.r2d2.rescale_eps = v; });
     m["r2d2.epsilon_base"] = float_field(0, 1, [](Config& c, double v) { c.r2d2.epsilon_base = v; });
+    m["r2d2.initial_priority"] =
+        string_field({"max", "actor"}, [](Config& c, std::string v) { c.r2d2.initial_priority = v; });
     m["r2d2.epsilon_alpha"] = float_field(0, 1000, [](Config& c, double v) { c.r2d2.epsilon_alpha = v; });
     m["eval.interval_s"] = float_field(0, 1e9, [](Config& c, double v) { c.eval.interval_s = v; });
     m["eval.episodes"] = int_field(1, 100000, [](Config& c, int64_t v) { c.eval.episodes = int(v); });

@@ -81,13 +81,13 @@ void Engine::run_step(int64_t n) {
   torch::Tensor obs = obs_.narrow(0, 0, n).to(dev, /*non_blocking=*/cuda);
   torch::Tensor init = init_f_.narrow(0, 0, n).to(dev, cuda);
   torch::Tensor state = S_ > 0 ? state_.narrow(0, 0, n).to(dev, cuda) : torch::Tensor();
-  models::PolicyOutput out = policy_->step(obs, init, state);
+  const torch::Tensor rows = policy_->acting_rows(policy_->step(obs, init, state));  // what act() gives
   if (S_ > 0) {
-    torch::Tensor both = torch::cat({out.dist.to(torch::kFloat32), state.to(torch::kFloat32)}, 1).to(torch::kCPU);
+    torch::Tensor both = torch::cat({rows.to(torch::kFloat32), state.to(torch::kFloat32)}, 1).to(torch::kCPU);
     dist_.narrow(0, 0, n).copy_(both.narrow(1, 0, L_));
     state_.narrow(0, 0, n).copy_(both.narrow(1, L_, S_));
   } else {
-    dist_.narrow(0, 0, n).copy_(out.dist.to(torch::kCPU, torch::kFloat32));
+    dist_.narrow(0, 0, n).copy_(rows.to(torch::kCPU, torch::kFloat32));
   }
 }
 

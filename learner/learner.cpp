@@ -41,7 +41,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
   if (lead) spdlog::info("placement on {} host(s): {}", comms.num_hosts(), comms.placement());
   const torch::Device device = where.device;
   const envs::EnvSpec spec = envs::env_spec(cfg);
-  const SeqLayout layout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec));
+  const SeqLayout layout(spec, cfg.actor.rollout_len, models::state_size(cfg, spec), seq_layout_priority(cfg));
   torch::manual_seed(cfg.run.seed);
   std::string reducer_why;
   auto reducer = make_gradient_reducer(comms.learners, comms.layout.learners, where, &reducer_why);

@@ -4,7 +4,9 @@
 // sampling and log-probabilities in plain C++ over the E rows, written straight into the caller's
 // rollout rows. Per step, an MLP policy, with or without a recurrent core, runs its addmm kernels
 // and plain loops and nothing else: no tensor is allocated (tests/unit/test_acting.cpp counts
-// them). CNN encoders still allocate their intermediate outputs inside their modules.
+// them). CNN encoders still allocate their intermediate outputs inside their modules. R2D2 with
+// r2d2.initial_priority = "actor" (ModelOptions::act_q) runs the value head too and writes Q-value
+// rows, allocating a few small tensors per step.
 //
 // Sampling and log-probabilities: models/sampler.h (seeded by the caller).
 #include <torch/torch.h>

@@ -28,6 +28,10 @@ struct ModelOptions {
   // "file.py:factory": the network is that PyTorch module (models/python_model.h) and the options
   // above except obs_norm/obs_norm_clip are the module's business; "" = the built-in network.
   std::string python;
+  // act() writes duelling Q-values, V + A - mean_a A, as the rows instead of the bare head (same
+  // argmax): R2D2's actors then compute their sequences' initial priorities from them
+  // (r2d2.initial_priority = "actor"). Costs the value head per step.
+  bool act_q = false;
 };
 
 }  // namespace mpirl::models

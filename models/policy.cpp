@@ -35,7 +35,7 @@ void register_tree(torch::nn::Module& root, const std::string& name, const torch
 }  // namespace
 
 PolicyImpl::PolicyImpl(const envs::EnvSpec& spec, const ModelOptions& opts)
-    : spec_(spec), relu_(opts.activation == "relu"), obs_rank_(int64_t(spec.obs_shape.size())), obs_clip_(opts.obs_norm_clip) {
+    : spec_(spec), relu_(opts.activation == "relu"), act_q_(opts.act_q && spec.discrete), obs_rank_(int64_t(spec.obs_shape.size())), obs_clip_(opts.obs_norm_clip) {
   const int64_t norm = opts.obs_norm && !spec.obs_uint8 ? spec.obs_size() : 0;  // pixels are scaled, not normalised
   if (!opts.python.empty()) {
     py_ = std::make_shared<PythonModel>(spec, opts);
@@ -226,7 +226,7 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
     torch::Tensor s = state;
     PolicyOutput o = step(raw, buf.init, s);
     if (py_->state_size() > 0) state.copy_(s);
-    buf.head = o.dist.to(torch::kFloat32).contiguous();
+    buf.head = acting_rows(o).to(torch::kFloat32).contiguous();
     return buf.head;
   }
   torch::Tensor obs = raw;
@@ -243,7 +243,13 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
     }
   }
   if (core_) h = core_->act(h, state, buf.init, buf.core);
-  return at::addmm_out(buf.head, pi_->bias, h, pi_->weight.t());
+  at::addmm_out(buf.head, pi_->bias, h, pi_->weight.t());
+  if (act_q_) buf.head.sub_(buf.head.mean(-1, true)).add_(value_of(h, raw).unsqueeze(-1));
+  return buf.head;
+}
+
+torch::Tensor PolicyImpl::acting_rows(const PolicyOutput& out) const {
+  return act_q_ ? out.value.unsqueeze(-1) + out.dist - out.dist.mean(-1, true) : out.dist;
 }
 
 torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Tensor& state) {

@@ -50,9 +50,13 @@ class PolicyImpl : public PolicyModel {
   // step() gives. The MLP encoder, the core (CoreImpl::act) and the head run as addmm and loops
   // into `buf`, so an MLP policy with or without a core allocates no tensor per step; CNN encoders
   // still allocate their intermediate outputs. Returns buf.head (logits or the mean; a box
-  // policy's log-std is log_std()).
+  // policy's log-std is log_std()). With ModelOptions::act_q (discrete only), the rows are the
+  // duelling Q-values V + A - mean_a A instead, and the value head runs too.
   const torch::Tensor& act(const torch::Tensor& obs, torch::Tensor& state, ActBuffers& buf);
   ActBuffers act_buffers(int64_t B) const;
+  // The rows act() gives, from step()'s outputs (central inference's step path): the head, or
+  // with act_q the Q-values V + A - mean_a A.
+  torch::Tensor acting_rows(const PolicyOutput& out) const;
   const torch::Tensor& log_std() const { return log_std_; }
   // Value of obs [B, obs...] continuing from `state` without changing it (truncation bootstrap).
   torch::Tensor value_after(const torch::Tensor& obs, const torch::Tensor& state) override;
@@ -83,6 +87,7 @@ class PolicyImpl : public PolicyModel {
   envs::EnvSpec spec_;
   bool relu_;
   bool separate_critic_ = false;
+  bool act_q_ = false;  // ModelOptions::act_q
   torch::Tensor torso(const torch::Tensor& obs);
   PolicyOutput heads(const torch::Tensor& h, const torch::Tensor& obs);
   // The value in return units: from the policy's features h, or (separate critic) from obs alone.

@@ -53,6 +53,7 @@ ModelOptions model_options(const Config& cfg) {
   o.init = cfg.model.init;
   o.log_std_init = cfg.model.log_std_init;
   o.python = cfg.model.python;
+  o.act_q = cfg.learner.algo == "r2d2" && cfg.r2d2.initial_priority == "actor";
   return o;
 }
 

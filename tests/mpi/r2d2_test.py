@@ -5,6 +5,10 @@
                                (replay dump: observations, actions, rewards, episode ends, behaviour
                                rows, truncation records); env steps counted once
   r2d2_overlap_state0          ... and its state0 is the core state before those steps (mpirl_policy)
+  r2d2_actor_priorities        r2d2.initial_priority = "actor", local and central inference: each
+                               item's initial_priority in the replay dump is what numpy computes from
+                               the item's own Q rows (dist), actions, rewards and episode ends; items
+                               never sampled keep it as their priority
   r2d2_shards_central_resume   two replay shards and central inference; the run ends at 30k env
                                steps with a checkpoint, is resumed (Q-learning items, priorities,
                                target network) and learns CartPole to >= 300 in its second segment
@@ -116,6 +120,62 @@ def case_r2d2_overlap_state0(args):
                 pairs += 1
     check(pairs > 0 and worst < 1e-4, f"{pairs} items start from the state before step T - O of the one before "
           f"(largest difference {worst:.2e})")
+
+
+def numpy_priority(q, a, r, term, trunc, bi, n, gamma, eta, eps, scale, clip):
+    """The actor's initial priority, written apart from actor/sequence_priority.cpp."""
+    import numpy as np
+    h = lambda x: np.sign(x) * (np.sqrt(np.abs(x) + 1) - 1) + eps * x
+    hinv = lambda y: np.sign(y) * (((np.sqrt(1 + 4 * eps * (np.abs(y) + 1 + eps)) - 1) / (2 * eps)) ** 2 - 1)
+    T, deltas = len(r), []
+    for t in range(bi, T):
+        g, x = 0.0, None
+        for k in range(n):
+            u = t + k
+            if u >= T or trunc[u] and not term[u]:
+                break
+            g += gamma ** k * float(np.clip(float(r[u]) * scale, -clip, clip))
+            if term[u]:
+                x = 0.0
+                break
+            if k == n - 1 and u + 1 < T:
+                x = gamma ** n * hinv(float(np.max(q[u + 1])))
+        if x is not None:
+            deltas.append(abs(float(q[t][a[t]]) - h(g + x)))
+    return eta * max(deltas) + (1 - eta) * sum(deltas) / len(deltas) if deltas else -1.0
+
+
+def case_r2d2_actor_priorities(args):
+    import h5py
+    import numpy as np
+    T, O, n, gamma, eta, eps, scale, clip = 10, 4, 3, 0.9, 0.9, 1e-3, 3.0, 2.0
+    for inference in ("local", "central"):
+        p, dt, d = run(args, 5 if inference == "central" else 4,
+                       ['env.id="Synthetic"', "env.episode_length=7", "env.num_envs=4", f"actor.rollout_len={T}",
+                        f"r2d2.burn_in={O}", f"r2d2.n_step={n}", f"learner.gamma={gamma}", f"r2d2.priority_eta={eta}",
+                        f"r2d2.rescale_eps={eps}", 'r2d2.initial_priority="actor"', f"learner.reward_scale={scale}",
+                        f"learner.reward_clip={clip}", f'actor.inference="{inference}"',
+                        'model.core="lru"', "model.core_state=8", "model.core_size=16", "replay.capacity=4096",
+                        "run.total_env_steps=4000", "learner.batch_size=8"], 300, config=CONFIG)
+        finished_run(p, d, 4000)
+        with h5py.File(os.path.join(d, "replay.h5"), "r") as f:
+            it = {k: f["items"][k][...] for k in ("dist", "action", "reward", "terminated", "truncated",
+                                                  "initial_priority", "priority", "times_sampled")}
+        want = np.array([numpy_priority(it["dist"][i], it["action"][i], it["reward"][i], it["terminated"][i],
+                                        it["truncated"][i], O, n, gamma, eta, eps, scale, clip)
+                         for i in range(len(it["reward"]))])
+        got = it["initial_priority"].astype(np.float64)
+        worst = float(np.max(np.abs(got - want) / np.maximum(1, np.abs(want))))
+        check(len(got) > 100 and worst < 1e-4, f"{inference} inference: {len(got)} items' initial priorities are "
+              f"numpy's from their own Q rows and rewards (largest relative difference {worst:.1e})")
+        # Synthetic truncates every 7 steps in phase: about 1 sequence in 7 has no window an actor can
+        # close (-1: the replay's max priority); the others carry their own.
+        own = got >= 0
+        check(own.sum() > 0.7 * len(got) and np.all(got[own] > 0) and np.std(got[own]) > 0.01 * np.mean(got[own]),
+              f"{int(own.sum())} of {len(got)} carry their own priority, {np.min(got[own]):.4f} .. {np.max(got[own]):.4f}")
+        fresh = (it["times_sampled"] == 0) & own
+        check(fresh.sum() > 0 and np.allclose(it["priority"][fresh], got[fresh], rtol=1e-6),
+              f"the {int(fresh.sum())} items never sampled keep the actor's priority in the replay")
 
 
 def case_r2d2_shards_central_resume(args):

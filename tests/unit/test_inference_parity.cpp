@@ -157,6 +157,14 @@ TEST(Inference, CentralEqualsLocalForEveryEncoderAndCore) {
       rec.core_state = 8;
       expect_central_equals_local(spec_of({7}, true, 4), rec, step_path, 6, "core " + core, tol);
     }
+    // R2D2's actor-computed priorities (ModelOptions::act_q): both paths give Q-value rows.
+    models::ModelOptions q = mlp;
+    q.act_q = true;
+    expect_central_equals_local(spec_of({7}, true, 4), q, step_path, 8, "discrete mlp, Q rows", tol);
+    q.core = "lru";
+    q.core_size = 16;
+    q.core_state = 8;
+    expect_central_equals_local(spec_of({7}, true, 4), q, step_path, 6, "core lru, Q rows", tol);
   }
 }
 
