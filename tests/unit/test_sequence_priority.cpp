@@ -11,6 +11,7 @@
 #include "envs/env.h"
 #include "learner/algorithms/r2d2/targets.h"
 #include "models/policy.h"
+#include "tests/common/inference_fixtures.h"
 
 using namespace mpirl;
 
@@ -113,17 +114,6 @@ TEST(SequencePriority, MatchesLearnerTargets) {
   EXPECT_GT(compared, 30);  // most sequences have windows to compare
 }
 
-namespace {
-envs::EnvSpec discrete_spec(std::vector<int64_t> shape, int64_t n) {
-  envs::EnvSpec s;
-  s.id = "test";
-  s.obs_shape = std::move(shape);
-  s.discrete = true;
-  s.num_actions = n;
-  return s;
-}
-}  // namespace
-
 // act() with act_q writes V + A - mean_a A (the learner's q_values of step()'s heads); without it, A.
 TEST(SequencePriority, ActWritesQRows) {
   for (const char* core : {"none", "gru"}) {
@@ -131,7 +121,7 @@ TEST(SequencePriority, ActWritesQRows) {
       if (std::string(core) != "none" && std::string(critic) == "separate") continue;  // separate: no core
       SCOPED_TRACE(std::string(core) + " " + critic);
       torch::manual_seed(2);
-      const auto spec = discrete_spec({6}, 4);
+      const auto spec = mpirl::testing::spec_of({6}, true, 4);
       models::ModelOptions opts;
       opts.hidden = {16};
       opts.core = core;
