@@ -2,6 +2,9 @@
 
 #include <sys/prctl.h>
 
+#include <cstdlib>
+#include <limits>
+
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -11,6 +14,7 @@
 #include "envs/vector_env.h"
 #include "models/policy.h"
 #include "core/error.h"
+#include "core/test_hooks.h"
 #include "comm/rollout_codec.h"
 #include "comm/seq_layout.h"
 #include "comm/transport.h"
@@ -147,6 +151,10 @@ void Actor::send(Slot& s) {
       pr[e] = sequence_priority(f32(s, Seq::Dist) + e * T_ * A, A, A, field<int64_t>(s, Seq::Action) + e * T_,
                                 f32(s, Seq::Reward) + e * T_, u8(s, Seq::Terminated) + e * T_,
                                 u8(s, Seq::Truncated) + e * T_, T_, priority_);
+    // MPIRL_TEST_PRIORITY_NAN=K: from this actor's K-th rollout on, the last env's priority is NaN
+    // (the replay's refusal of a corrupt item; tests/mpi/r2d2_test.py, r2d2_priority_nan).
+    if (const char* h = test_hook("MPIRL_TEST_PRIORITY_NAN"); h && int64_t(seq_) + 1 >= std::atoll(h))
+      pr[E_ - 1] = std::numeric_limits<float>::quiet_NaN();
   }
   auto* r = reinterpret_cast<float*>(s.payload() + offsets[nf]);
   auto* l = reinterpret_cast<int32_t*>(s.payload() + offsets[nf + 1]);

@@ -9,6 +9,9 @@
                                item's initial_priority in the replay dump is what numpy computes from
                                the item's own Q rows (dist), actions, rewards and episode ends; items
                                never sampled keep it as their priority
+  r2d2_priority_nan            an actor's rollout carries a NaN initial_priority (MPIRL_TEST_PRIORITY_NAN,
+                               a test hook): the replay ends the job non-zero with one error naming the
+                               actor rank and the env, and no rank is left running
   r2d2_shards_central_resume   two replay shards and central inference; the run ends at 30k env
                                steps with a checkpoint, is resumed (Q-learning items, priorities,
                                target network) and learns CartPole to >= 300 in its second segment
@@ -17,12 +20,14 @@
 Run one: r2d2_test.py --mpirl build/mpirl CASE"""
 import json
 import os
+import re
 import sys
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_test  # noqa: E402
 from learning_test import learn_to  # noqa: E402
-from mpi_test import check, finished_run, run  # noqa: E402
+from mpi_test import ENV, check, command, finished_run, ranks_left, run, run_streamed, seconds_after  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs",
                       "r2d2_cartpole.toml")
@@ -176,6 +181,26 @@ def case_r2d2_actor_priorities(args):
         fresh = (it["times_sampled"] == 0) & own
         check(fresh.sum() > 0 and np.allclose(it["priority"][fresh], got[fresh], rtol=1e-6),
               f"the {int(fresh.sum())} items never sampled keep the actor's priority in the replay")
+
+
+def case_r2d2_priority_nan(args):
+    # Ranks: learner 0, replay 1, actors 2 and 3. From each actor's 3rd rollout on, env 7 (the last
+    # of env.num_envs = 8) carries a NaN priority; the replay refuses the first such rollout it reads.
+    out_dir = os.path.join(args.workdir, f"t-{uuid.uuid4().hex[:8]}")
+    cmd = command(args, 4, ['r2d2.initial_priority="actor"', "run.total_env_steps=100000000"], out_dir, config=CONFIG)
+    code, out, lines = run_streamed(cmd, dict(ENV, MPIRL_TEST_PRIORITY_NAN="3"), 240)
+    sys.stdout.write(out[-2500:])
+    check(code != 0, f"job exit code {code} != 0")
+    fatal = [l for l in out.splitlines() if "mpirl: fatal error on" in l]
+    check(len(fatal) == 1 and "fatal error on rank 1" in fatal[0], f"one fatal error, the replay's (rank 1): {fatal}")
+    m = re.search(r"rollout from rank (\d+): env (\d+)'s initial_priority is nan", fatal[0])
+    check(m is not None and m.group(1) in ("2", "3") and m.group(2) == "7",
+          f"it names the actor rank and the env: {m.group(0) if m else fatal[0]}")
+    check("test hook MPIRL_TEST_PRIORITY_NAN=3" in out, "the hook is announced")
+    dt = seconds_after(lines, "initial_priority is nan")
+    check(dt is not None and dt < 60, f"job gone {dt:.1f} s after the error was logged (no hang: < 60 s)")
+    left = ranks_left(out_dir)
+    check(not left, f"no rank left running ({left})")
 
 
 def case_r2d2_shards_central_resume(args):
