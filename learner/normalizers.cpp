@@ -1,6 +1,7 @@
 #include "learner/normalizers.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,17 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& ar, const std::string&
   torch::Tensor t;
   if (!ar.try_read(key, t)) throw Error(fmt::format("checkpoint: {} has no '{}' entry", what, key));
   return t;
+}
+
+// The weight and bias of the layer whose output is the value: the built-in head, or a Python
+// module's value_head (models/policy_options.cpp checked at start that the value is its output).
+std::pair<torch::Tensor, torch::Tensor> value_head_of(models::Policy& p) {
+  if (!p->python()) return {p->value_head()->weight, p->value_head()->bias};
+  const auto params = p->named_parameters();
+  const auto* w = params.find("py.value_head.weight");
+  const auto* b = params.find("py.value_head.bias");
+  MPIRL_CHECK(w && b, "PopArt: the Python module has no value_head.weight and value_head.bias");
+  return {*w, *b};
 }
 }  // namespace
 
@@ -107,12 +119,12 @@ void PopArt::update(const torch::Tensor& target_mean, const torch::Tensor& targe
   mu_.copy_(torch::where(hold, mu_, mu_ * (1.0 - beta) + s[0] * beta));
   nu_.copy_(torch::where(hold, nu_, nu_ * (1.0 - beta) + s[1] * beta));
   auto sigma = this->sigma();
-  auto& head = policy_->value_head();
+  auto [weight, bias] = value_head_of(policy_);
   // Outputs preserved: sigma' (w' h + b') + mu' = sigma (w h + b) + mu.
-  auto w = head->weight * (old_sigma / sigma).to(head->weight.scalar_type());
-  auto b = ((old_sigma * head->bias.to(kF64) + old_mu - mu_) / sigma).to(head->bias.scalar_type());
-  head->weight.copy_(torch::where(hold, head->weight, w));
-  head->bias.copy_(torch::where(hold, head->bias, b));
+  auto w = weight * (old_sigma / sigma).to(weight.scalar_type());
+  auto b = ((old_sigma * bias.to(kF64) + old_mu - mu_) / sigma).to(bias.scalar_type());
+  weight.copy_(torch::where(hold, weight, w));
+  bias.copy_(torch::where(hold, bias, b));
   policy_->value_shift().copy_(mu_.reshape({1}));
   policy_->value_scale().copy_(sigma.reshape({1}));
 }

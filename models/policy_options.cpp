@@ -2,7 +2,12 @@
 // (models/policy.h, models/state_size.h).
 #include "models/policy.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <string>
 
 #include "core/error.h"
 
@@ -17,18 +22,67 @@ CoreOptions core_options(const ModelOptions& o, int64_t input) {
   return c;
 }
 
+namespace {
+
+// learner.value_norm = "popart" with model.python: PopArt (learner/normalizers.h) rescales the
+// weight and bias of the layer whose output is the value, so the module must name it value_head
+// (an nn.Linear(F, 1)) and its value must be that layer's output with nothing after it. Checked
+// on the module's own step: adding 1 to the bias adds 1 to every value, and doubling the weight
+// gives 2 v - b.
+void check_popart_head(PythonModel& m, const envs::EnvSpec& spec, const std::string& file) {
+  const std::string where = fmt::format("config key 'model.python' = \"{}\" with learner.value_norm = \"popart\"", file);
+  const std::string fix = "name the last layer of the value `self.value_head = nn.Linear(features, 1)`, with the value "
+                          "its output squeezed and nothing after it, or set learner.value_norm = \"none\"";
+  torch::Tensor w, b;
+  for (auto& [name, t] : m.parameters()) {
+    if (name == "value_head.weight") w = t;
+    if (name == "value_head.bias") b = t;
+  }
+  if (!w.defined() || !b.defined())
+    throw ConfigError(fmt::format("{}: PopArt rescales the weight and bias of the value's last layer, and the module has "
+                                  "no parameters value_head.weight and value_head.bias; {}", where, fix));
+  if (w.dim() != 2 || w.size(0) != 1 || b.dim() != 1 || b.size(0) != 1)
+    throw ConfigError(fmt::format("{}: value_head.weight is {} and value_head.bias {}, expected [1, features] and [1] "
+                                  "(an nn.Linear(features, 1)); {}", where, w.sizes().vec(), b.sizes().vec(), fix));
+  torch::NoGradGuard g;
+  const int64_t B = 5;
+  std::vector<int64_t> shape{B};
+  shape.insert(shape.end(), spec.obs_shape.begin(), spec.obs_shape.end());
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(2024);  // not the global RNG: rank 0 builds its policy next
+  const auto obs = spec.obs_uint8 ? torch::rand(shape, gen) : torch::randn(shape, gen);
+  const auto init = torch::ones({B});
+  auto value = [&] {
+    torch::Tensor state = torch::zeros({B, m.state_size()});
+    return m.step(obs, init, state).value.to(torch::kFloat64);
+  };
+  const auto w0 = w.clone(), b0 = b.clone();
+  const auto v0 = value();
+  const double bias = b0.item<double>(), tol = 1e-4 * (1.0 + v0.abs().max().item<double>() + std::abs(bias));
+  b.add_(1.0);
+  const double by_bias = (value() - v0 - 1.0).abs().max().item<double>();
+  b.copy_(b0);
+  w.mul_(2.0);
+  const double by_weight = (value() - (2.0 * v0 - bias)).abs().max().item<double>();
+  w.copy_(w0);
+  if (!(by_bias <= tol) || !(by_weight <= tol))
+    throw ConfigError(fmt::format("{}: the value is not value_head's output: adding 1 to value_head.bias moved it {} "
+                                  "from +1, doubling value_head.weight {} from 2 v - b (tolerance {:.3g}); PopArt keeps "
+                                  "the value in return units only when nothing follows value_head; {}",
+                                  where, by_bias <= tol ? "no further" : fmt::format("{:.3g} away", by_bias),
+                                  by_weight <= tol ? "no further" : fmt::format("{:.3g} away", by_weight), tol, fix));
+}
+
+}  // namespace
+
 void validate_model_config(const Config& cfg, const envs::EnvSpec& spec) {
   if (cfg.learner.algo == "r2d2" && !spec.discrete)
     throw ConfigError(fmt::format("config key 'learner.algo' = \"r2d2\": expected an env with discrete actions (env "
                                   "'{}' has a Box of {}); R2D2 takes the largest of a finite set of Q-values",
                                   spec.id, spec.action_dim));
   if (!cfg.model.python.empty()) {
-    if (cfg.learner.value_norm == "popart")
-      throw ConfigError(fmt::format("config key 'model.python' = \"{}\" with learner.value_norm = \"popart\": PopArt "
-                                    "rescales the built-in value head's weights, which a Python module does not have; "
-                                    "set learner.value_norm = \"none\"",
-                                    cfg.model.python));
-    PythonModel(spec, model_options(cfg)).check();  // rank 0, before any rank trains
+    PythonModel m(spec, model_options(cfg));
+    m.check();  // rank 0, before any rank trains
+    if (cfg.learner.value_norm == "popart") check_popart_head(m, spec, cfg.model.python);
     return;
   }
   const std::string encoder = resolve_encoder(cfg.model.encoder, spec.obs_shape);

@@ -5,7 +5,8 @@ policy puts around it (models/policy.cpp, PolicyImpl::py_obs and py_value).
 - Observations: uint8 pixels become floats / 255; float observations are normalised with the
   run's ``obs_shift``/``obs_scale`` and clipped to ``model.obs_norm_clip`` when ``model.obs_norm``
   is on (the buffers are empty otherwise).
-- Values: ``value_scale * v + value_shift`` (1 and 0 without PopArt, which a Python model refuses).
+- Values: ``value_scale * v + value_shift`` (1 and 0 without PopArt; with it, the learner rescales the
+  module's ``value_head``).
 - Weights: model.pt's ``py.<name>`` tensors are the module's parameters and buffers.
 
 The factory's file is found as the run found it: the path in config.toml, relative to the current

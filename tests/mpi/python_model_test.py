@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """model.python (issue 42): PyTorch modules trained by the C++ learner, in mpi_test.py's style.
 The modules are the ones docs/your-own-model.md shows, taken from the page as it is written.
-  learn_cartpole_python        mlp.py on CartPole (configs/classic.toml) to the built-in's bar (400)
+  learn_cartpole_python        mlp.py on CartPole (configs/classic.toml as it is, PopArt included) to the
+                               built-in's bar (400)
   learn_repeat_previous_python gated.py (a gated linear core on mpirl_ops.linear_scan) on
                                RepeatPreviousEasy (configs/memory.toml) to the built-in LRU's bar (0.8)
   python_model_paths           mlp.py with central inference, then resumed from its checkpoint,
-                               then played by `mpirl eval` and written by `mpirl export`
+                               then played by `mpirl eval` and written by `mpirl export` (the value
+                               in return units through PopArt's scale and shift)
   bad_python_models            each start-up failure the page lists: exit 2 on every rank, one line
-                               naming model.python and the method, no run directory
+                               naming model.python and the method, no run directory; and PopArt with a
+                               module that has no value_head
 Run one: python_model_test.py --mpirl build/mpirl CASE"""
 import json
 import os
@@ -44,7 +47,7 @@ def write(args, name, code):
 def learn(args, file, sets, config, budget, accept, stop):
     seed = int(os.environ.get("MPIRL_SEED", "1"))
     path = write(args, file, page_files()[file])
-    p, dt, d = run(args, 4, [f'model.python="{path}:make"', 'learner.value_norm="none"', *sets, f"run.seed={seed}",
+    p, dt, d = run(args, 4, [f'model.python="{path}:make"', *sets, f"run.seed={seed}",
                              f"run.total_env_steps={budget}", "run.max_wall_seconds=900", f"run.stop_mean_return={stop}",
                              "run.log_interval_s=5"], 1000, config=os.path.join(CONFIGS, config))
     check(p.returncode == 0, f"the run exits 0 (got {p.returncode})")
@@ -70,7 +73,7 @@ def case_learn_repeat_previous_python(args):
 
 def case_python_model_paths(args):
     path = write(args, "mlp.py", page_files()["mlp.py"])
-    sets = [f'model.python="{path}:make"', 'learner.value_norm="none"', 'actor.inference="central"',
+    sets = [f'model.python="{path}:make"', 'actor.inference="central"',
             "run.total_env_steps=40000", 'run.checkpoint="end"', "run.log_interval_s=1"]
     p, dt, d = run(args, 5, sets, 300, config=os.path.join(CONFIGS, "classic.toml"))
     s = finished_run(p, d, 40000)
@@ -111,6 +114,9 @@ def export_python_model(args, d, path):
           f"policy.json records the Python module, not the built-in keys: {model_json}")
     weights = torch.jit.load(os.path.join(d, "model.pt")).state_dict()
     check(float((weights["obs_scale"] - 1).abs().max()) > 1e-3, "the run's obs normalisation is not the identity")
+    check(float((weights["value_scale"] - 1).abs().max()) > 1e-3 and float(weights["value_shift"].abs().max()) > 1e-3,
+          f"PopArt (classic.toml's value_norm) moved the value's scale and shift: {weights['value_scale'].item():.4g}, "
+          f"{weights['value_shift'].item():.4g}")
     mod_spec = importlib.util.spec_from_file_location("mlp_for_export_test", path)
     mod = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(mod)
@@ -121,6 +127,7 @@ def export_python_model(args, d, path):
     normed = ((obs - weights["obs_shift"]) * weights["obs_scale"]).clamp(-10, 10)
     with torch.no_grad():
         want_d, want_v, _ = module.step(normed, torch.zeros(7), torch.zeros(7, 0))
+        want_v = weights["value_scale"] * want_v + weights["value_shift"]  # PopArt's return units
         got_d, got_v = torch.jit.load(ts)(obs)
     diff = max(float((got_d - want_d).abs().max()), float((got_v - want_v).abs().max()))
     print(f"exported step vs mlp.py by hand (batch 7): max abs diff {diff:.3g}")
@@ -212,10 +219,12 @@ def case_bad_python_models(args):
                                                                  f"{says!r}: {p.stderr.strip()[-600:]}")
         check(p.stderr.count("config error") == 1, f"{name}: one error, printed once (by rank 0)")
         check(not os.path.exists(d), f"{name}: no run directory created")
-    # PopArt needs the built-in value head.
-    path = write(args, "mlp.py", page_files()["mlp.py"])
+    # PopArt (the default value_norm) rescales the module's value_head: mlp.py without one is refused.
+    code = page_files()["mlp.py"].replace("value_head", "value_out")
+    path = write(args, "mlp_no_value_head.py", code)
     p, dt, d = run(args, 4, [f'model.python="{path}:make"'], 120)
-    check(p.returncode == 2 and "popart" in p.stderr, f"PopArt with a Python model: exit 2 naming it ({p.returncode})")
+    check(p.returncode == 2 and "popart" in p.stderr and "no parameters value_head.weight" in p.stderr
+          and not os.path.exists(d), f"PopArt with a module without value_head: exit 2 naming it ({p.returncode})")
 
 
 if __name__ == "__main__":

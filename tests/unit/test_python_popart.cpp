@@ -1,0 +1,136 @@
+// PopArt (learner.value_norm = "popart", learner/normalizers.h) with a model.python module: the
+// statistics by hand, the value in return units preserved through the rescaling of the module's
+// own value_head, and the start-up check of models/policy_options.cpp (no value_head, a wrong
+// shape, something after value_head), each refused with a message naming it.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "envs/registry.h"
+#include "learner/normalizers.h"
+#include "models/policy.h"
+
+using namespace mpirl;
+using namespace mpirl::learner;
+
+namespace {
+
+// A small MLP with the model.python contract; `value` is the expression of the value from the
+// features h.
+std::string module_file(const std::string& name, const std::string& value_layer, const std::string& value) {
+  const auto dir = std::filesystem::temp_directory_path() / "mpirl-unit-python-popart";
+  std::filesystem::create_directories(dir);
+  const auto p = (dir / (name + ".py")).string();
+  std::ofstream(p) << "import torch\n"
+                      "class M(torch.nn.Module):\n"
+                      "    def __init__(self, spec):\n"
+                      "        super().__init__()\n"
+                      "        self.body = torch.nn.Linear(spec['obs_shape'][0], 16)\n"
+                      "        self.pi = torch.nn.Linear(16, spec['num_actions'])\n"
+                      "        self."
+                   << value_layer
+                   << "\n"
+                      "    def unroll(self, obs, is_init, state):\n"
+                      "        h = torch.tanh(self.body(obs))\n"
+                      "        return self.pi(h), "
+                   << value
+                   << "\n"
+                      "    def step(self, obs, is_init, state):\n"
+                      "        d, v = self.unroll(obs, is_init, state)\n"
+                      "        return d, v, state\n"
+                      "def make(spec, options):\n"
+                      "    return M(spec)\n";
+  return p;
+}
+
+std::string good_module() {
+  return module_file("good", "value_head = torch.nn.Linear(16, 1)", "self.value_head(h).squeeze(-1)");
+}
+
+Config popart_config(const std::string& file, const std::string& norm = "popart") {
+  return load_config("", {"model.python=\"" + file + ":make\"", "learner.value_norm=\"" + norm + "\""});
+}
+
+// validate_model_config's message, or "" when it accepts the module.
+std::string refusal(const Config& cfg) {
+  try {
+    models::validate_model_config(cfg, envs::env_spec(cfg));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+torch::Tensor head_weight(models::Policy& p) { return *p->named_parameters().find("py.value_head.weight"); }
+
+}  // namespace
+
+TEST(PythonPopArt, StatisticsByHandAndTheModulesValueHeadRescaled) {
+  const Config cfg = popart_config(good_module());
+  const auto spec = envs::env_spec(cfg);
+  models::Policy pol(spec, models::model_options(cfg));
+  PopArt popart(pol, 0.4, {});
+  torch::manual_seed(9);
+  const auto obs = torch::randn({1, 6, 4});
+  const auto init = torch::zeros({1, 6});
+  const auto state0 = torch::zeros({6, 0});
+  torch::NoGradGuard g;
+  auto value = [&] { return pol->unroll(obs, init, state0).value; };
+  const auto before = value().clone();
+  const auto w0 = head_weight(pol).clone();
+  // The module's parameter is the policy's (the same tensor), so PopArt moves the module's.
+  torch::Tensor shared;
+  for (auto& [name, t] : pol->python_model()->parameters())
+    if (name == "value_head.weight") shared = t;
+  ASSERT_TRUE(shared.defined());
+  ASSERT_TRUE(shared.is_same(head_weight(pol)));
+  // First update: weight 1: mu = 10, E[x^2] = 136 -> sigma = 6; the head's weight is divided by 6.
+  popart.update(torch::tensor(10.0), torch::tensor(136.0));
+  EXPECT_NEAR(popart.mu().item<double>(), 10.0, 1e-9);
+  EXPECT_NEAR(popart.sigma().item<double>(), 6.0, 1e-9);
+  EXPECT_NEAR(pol->value_shift().item<double>(), 10.0, 1e-6);
+  EXPECT_NEAR(pol->value_scale().item<double>(), 6.0, 1e-6);
+  EXPECT_LT((shared - w0 / 6.0).abs().max().item<double>(), 1e-7);
+  EXPECT_LT((value() - before).abs().max().item<double>(), 1e-4);
+  // Second: weight 0.5: mu = 15, sigma = sqrt(318 - 225).
+  popart.update(torch::tensor(20.0), torch::tensor(500.0));
+  EXPECT_NEAR(popart.sigma().item<double>(), std::sqrt(93.0), 1e-9);
+  EXPECT_LT((shared - w0 / std::sqrt(93.0)).abs().max().item<double>(), 1e-6);
+  EXPECT_LT((value() - before).abs().max().item<double>(), 1e-4);
+  // A skipped step moves nothing.
+  const auto w2 = shared.clone();
+  popart.update(torch::tensor(-5.0), torch::tensor(30.0), torch::ones({}));
+  EXPECT_NEAR(popart.mu().item<double>(), 15.0, 1e-9);
+  EXPECT_TRUE(shared.equal(w2));
+}
+
+TEST(PythonPopArt, StartCheckNamesWhatIsWrong) {
+  EXPECT_EQ(refusal(popart_config(good_module())), "");
+  // Without PopArt nothing is asked of the value's layers.
+  const auto plain = module_file("plain", "v = torch.nn.Linear(16, 1)", "self.v(h).squeeze(-1)");
+  EXPECT_EQ(refusal(popart_config(plain, "none")), "");
+  std::string m = refusal(popart_config(plain));
+  EXPECT_NE(m.find("no parameters value_head.weight and value_head.bias"), std::string::npos) << m;
+  EXPECT_NE(m.find("learner.value_norm = \"popart\""), std::string::npos) << m;
+  EXPECT_NE(m.find("plain.py:make"), std::string::npos) << m;
+  m = refusal(popart_config(module_file("wide", "value_head = torch.nn.Linear(16, 2)", "self.value_head(h)[..., 0]")));
+  EXPECT_NE(m.find("value_head.weight is [2, 16]"), std::string::npos) << m;
+  // Something after value_head: a squashing, a scale.
+  m = refusal(popart_config(module_file("squashed", "value_head = torch.nn.Linear(16, 1)",
+                                        "torch.tanh(self.value_head(h)).squeeze(-1)")));
+  EXPECT_NE(m.find("the value is not value_head's output"), std::string::npos) << m;
+  m = refusal(popart_config(module_file("scaled", "value_head = torch.nn.Linear(16, 1)",
+                                        "3.0 * self.value_head(h).squeeze(-1)")));
+  EXPECT_NE(m.find("adding 1 to value_head.bias moved it 2 away"), std::string::npos) << m;
+  // A constant added after the head passes the bias check and fails the weight's.
+  m = refusal(popart_config(module_file("shifted", "value_head = torch.nn.Linear(16, 1)",
+                                        "self.value_head(h).squeeze(-1) + 5.0")));
+  EXPECT_NE(m.find("moved it no further"), std::string::npos) << m;
+  EXPECT_NE(m.find("doubling value_head.weight 5 away"), std::string::npos) << m;
+}
