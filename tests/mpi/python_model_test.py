@@ -3,6 +3,8 @@
 The modules are the ones docs/your-own-model.md shows, taken from the page as it is written.
   learn_cartpole_python        mlp.py on CartPole (configs/classic.toml as it is, PopArt included) to the
                                built-in's bar (400)
+  learn_cartpole_tied_python   mlp.py with a weight tied between actor and critic: learns, and
+                               model.pt holds the weight once
   learn_repeat_previous_python gated.py (a gated linear core on mpirl_ops.linear_scan) on
                                RepeatPreviousEasy (configs/memory.toml) to the built-in LRU's bar (0.8)
   python_model_paths           mlp.py with central inference, then resumed from its checkpoint,
@@ -44,9 +46,9 @@ def write(args, name, code):
     return path
 
 
-def learn(args, file, sets, config, budget, accept, stop):
+def learn(args, file, sets, config, budget, accept, stop, code=None):
     seed = int(os.environ.get("MPIRL_SEED", "1"))
-    path = write(args, file, page_files()[file])
+    path = write(args, file, code if code is not None else page_files()[file])
     p, dt, d = run(args, 4, [f'model.python="{path}:make"', *sets, f"run.seed={seed}",
                              f"run.total_env_steps={budget}", "run.max_wall_seconds=900", f"run.stop_mean_return={stop}",
                              "run.log_interval_s=5"], 1000, config=os.path.join(CONFIGS, config))
@@ -61,10 +63,25 @@ def learn(args, file, sets, config, budget, accept, stop):
     names = list(torch.jit.load(os.path.join(d, "model.pt")).state_dict())
     check(names and all(n.startswith("py.") or n in ("obs_shift", "obs_scale", "value_shift", "value_scale")
                         for n in names), f"model.pt holds the module's tensors as py.* ({names[:6]})")
+    return d
 
 
 def case_learn_cartpole_python(args):
     learn(args, "mlp.py", ['env.id="CartPole-v1"'], "classic.toml", 500000, 400, 450)
+
+
+def case_learn_cartpole_tied_python(args):
+    # mlp.py with the critic's first layer tied to the actor's (one parameter under two names):
+    # the optimizer, the flat broadcast and model.pt must hold it once, and CartPole still learns.
+    code = page_files()["mlp.py"]
+    anchor = "        self.log_std = "
+    check(anchor in code, "mlp.py sets log_std (where the tie goes)")
+    code = code.replace(anchor, "        self.critic[0].weight = self.actor[0].weight  # tied\n" + anchor, 1)
+    d = learn(args, "mlp_tied.py", ['env.id="CartPole-v1"'], "classic.toml", 500000, 400, 450, code=code)
+    import torch
+    names = list(torch.jit.load(os.path.join(d, "model.pt")).state_dict())
+    check("py.actor.0.weight" in names and "py.critic.0.weight" not in names and "py.critic.0.bias" in names,
+          "model.pt holds the tied weight once (py.actor.0.weight; no py.critic.0.weight)")
 
 
 def case_learn_repeat_previous_python(args):
