@@ -64,12 +64,15 @@ void check_popart_head(PythonModel& m, const envs::EnvSpec& spec, const std::str
   w.mul_(2.0);
   const double by_weight = (value() - (2.0 * v0 - bias)).abs().max().item<double>();
   w.copy_(w0);
-  if (!(by_bias <= tol) || !(by_weight <= tol))
-    throw ConfigError(fmt::format("{}: the value is not value_head's output: adding 1 to value_head.bias moved it {} "
-                                  "from +1, doubling value_head.weight {} from 2 v - b (tolerance {:.3g}); PopArt keeps "
-                                  "the value in return units only when nothing follows value_head; {}",
-                                  where, by_bias <= tol ? "no further" : fmt::format("{:.3g} away", by_bias),
-                                  by_weight <= tol ? "no further" : fmt::format("{:.3g} away", by_weight), tol, fix));
+  std::string off;
+  if (!(by_bias <= tol))
+    off = fmt::format("adding 1 to value_head.bias must add 1 to the value, and it was off by {:.3g}", by_bias);
+  if (!(by_weight <= tol))
+    off += fmt::format("{}doubling value_head.weight must give 2 v - b, and it was off by {:.3g}", off.empty() ? "" : "; ",
+                       by_weight);
+  if (!off.empty())
+    throw ConfigError(fmt::format("{}: the value is not value_head's output ({}; tolerance {:.3g}). PopArt keeps the "
+                                  "value in return units only when nothing follows value_head; {}", where, off, tol, fix));
 }
 
 }  // namespace

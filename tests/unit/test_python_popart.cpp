@@ -127,10 +127,10 @@ TEST(PythonPopArt, StartCheckNamesWhatIsWrong) {
   EXPECT_NE(m.find("the value is not value_head's output"), std::string::npos) << m;
   m = refusal(popart_config(module_file("scaled", "value_head = torch.nn.Linear(16, 1)",
                                         "3.0 * self.value_head(h).squeeze(-1)")));
-  EXPECT_NE(m.find("adding 1 to value_head.bias moved it 2 away"), std::string::npos) << m;
+  EXPECT_NE(m.find("adding 1 to value_head.bias must add 1 to the value, and it was off by 2;"), std::string::npos) << m;
   // A constant added after the head passes the bias check and fails the weight's.
   m = refusal(popart_config(module_file("shifted", "value_head = torch.nn.Linear(16, 1)",
                                         "self.value_head(h).squeeze(-1) + 5.0")));
-  EXPECT_NE(m.find("moved it no further"), std::string::npos) << m;
-  EXPECT_NE(m.find("doubling value_head.weight 5 away"), std::string::npos) << m;
+  EXPECT_EQ(m.find("adding 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("(doubling value_head.weight must give 2 v - b, and it was off by 5;"), std::string::npos) << m;
 }
