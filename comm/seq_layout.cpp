@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/r2d2_options.h"
 
 namespace mpirl {
 
@@ -139,7 +140,7 @@ size_t sample_reply_capacity(const SeqLayout& layout, int64_t B, int learners) {
 int64_t rollout_overlap(const Config& cfg) { return cfg.learner.algo == "r2d2" ? cfg.r2d2.burn_in : 0; }
 
 bool seq_layout_priority(const Config& cfg) {
-  return cfg.learner.algo == "r2d2" && cfg.r2d2.initial_priority == "actor";
+  return r2d2_actor_priorities(cfg);
 }
 
 }  // namespace mpirl

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/r2d2_options.h"
 
 namespace mpirl::models {
 
@@ -110,7 +111,7 @@ ModelOptions model_options(const Config& cfg) {
   o.init = cfg.model.init;
   o.log_std_init = cfg.model.log_std_init;
   o.python = cfg.model.python;
-  o.act_q = cfg.learner.algo == "r2d2" && cfg.r2d2.initial_priority == "actor";
+  o.act_q = r2d2_actor_priorities(cfg);
   return o;
 }
 
