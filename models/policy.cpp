@@ -29,7 +29,7 @@ void register_tree(torch::nn::Module& root, const std::string& name, const torch
   if (buffer) {
     m->register_buffer(leaf, t);
   } else {
-    m->register_parameter(leaf, t);
+    m->register_parameter(leaf, t, t.requires_grad());  // a frozen parameter of the module stays frozen
   }
 }
 }  // namespace

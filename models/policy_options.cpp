@@ -6,8 +6,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/r2d2_options.h"
@@ -27,13 +30,16 @@ namespace {
 
 // learner.value_norm = "popart" with model.python: PopArt (learner/normalizers.h) rescales the
 // weight and bias of the layer whose output is the value, so the module must name it value_head
-// (an nn.Linear(F, 1)) and its value must be that layer's output with nothing after it. Checked
-// on the module's own step: adding 1 to the bias adds 1 to every value, and doubling the weight
-// gives 2 v - b.
+// (an nn.Linear(F, 1)), its value must be that layer's output with nothing after it, and nothing
+// else may read value_head. Checked on the module's own step by four probes, each from the
+// original parameters: bias + 1 and bias - c (c large enough to cross any clamp or relu) shift
+// every value by as much, weight x 2 gives 2 v - b and weight x -1 gives 2 b - v; and none of them
+// moves dist.
 void check_popart_head(PythonModel& m, const envs::EnvSpec& spec, const std::string& file) {
   const std::string where = fmt::format("config key 'model.python' = \"{}\" with learner.value_norm = \"popart\"", file);
   const std::string fix = "name the last layer of the value `self.value_head = nn.Linear(features, 1)`, with the value "
-                          "its output squeezed and nothing after it, or set learner.value_norm = \"none\"";
+                          "its output squeezed, nothing after it and nothing else reading it, or set "
+                          "learner.value_norm = \"none\"";
   torch::Tensor w, b;
   for (auto& [name, t] : m.parameters()) {
     if (name == "value_head.weight") w = t;
@@ -41,39 +47,62 @@ void check_popart_head(PythonModel& m, const envs::EnvSpec& spec, const std::str
   }
   if (!w.defined() || !b.defined())
     throw ConfigError(fmt::format("{}: PopArt rescales the weight and bias of the value's last layer, and the module has "
-                                  "no parameters value_head.weight and value_head.bias; {}", where, fix));
+                                  "no parameter {} (a tensor registered first under another name counts under that "
+                                  "name); {}", where,
+                                  !w.defined() && !b.defined() ? "value_head.weight or value_head.bias"
+                                  : !w.defined()               ? "value_head.weight"
+                                                               : "value_head.bias",
+                                  fix));
   if (w.dim() != 2 || w.size(0) != 1 || b.dim() != 1 || b.size(0) != 1)
     throw ConfigError(fmt::format("{}: value_head.weight is {} and value_head.bias {}, expected [1, features] and [1] "
                                   "(an nn.Linear(features, 1)); {}", where, w.sizes().vec(), b.sizes().vec(), fix));
   torch::NoGradGuard g;
-  const int64_t B = 5;
+  const int64_t B = 16;
   std::vector<int64_t> shape{B};
   shape.insert(shape.end(), spec.obs_shape.begin(), spec.obs_shape.end());
   auto gen = at::make_generator<at::CPUGeneratorImpl>(2024);  // not the global RNG: rank 0 builds its policy next
   const auto obs = spec.obs_uint8 ? torch::rand(shape, gen) : torch::randn(shape, gen);
   const auto init = torch::ones({B});
-  auto value = [&] {
+  auto run = [&] {
     torch::Tensor state = torch::zeros({B, m.state_size()});
-    return m.step(obs, init, state).value.to(torch::kFloat64);
+    auto out = m.step(obs, init, state);
+    return std::make_pair(out.value.to(torch::kFloat64), out.dist.to(torch::kFloat64));
   };
   const auto w0 = w.clone(), b0 = b.clone();
-  const auto v0 = value();
-  const double bias = b0.item<double>(), tol = 1e-4 * (1.0 + v0.abs().max().item<double>() + std::abs(bias));
+  const auto base = run();
+  const torch::Tensor& v0 = base.first;
+  const torch::Tensor& d0 = base.second;
+  const double bias = b0.item<double>(), vmax = v0.abs().max().item<double>();
+  const double c = 2.0 * (vmax + std::abs(bias)) + 1.0;
+  const double tol = 1e-4 * (1.0 + vmax + std::abs(bias) + c), dtol = 1e-5 * (1.0 + d0.abs().max().item<double>());
+  std::vector<std::string> off;
+  double dist_moved = 0;
+  auto probe = [&](const std::string& what, const std::string& want_text, const torch::Tensor& want) {
+    const auto out = run();
+    w.copy_(w0);
+    b.copy_(b0);
+    const double dv = (out.first - want).abs().max().item<double>();
+    const double dd = (out.second - d0).abs().max().item<double>();
+    if (!(dv <= tol))
+      off.push_back(fmt::format("{} must give {}, and the value was off by {:.3g} (tolerance {:.3g})", what, want_text,
+                                dv, tol));
+    dist_moved = std::max(dist_moved, dd);
+  };
   b.add_(1.0);
-  const double by_bias = (value() - v0 - 1.0).abs().max().item<double>();
-  b.copy_(b0);
+  probe("adding 1 to value_head.bias", "v + 1", v0 + 1.0);
+  b.sub_(c);
+  probe(fmt::format("subtracting {:.3g} from value_head.bias", c), fmt::format("v - {:.3g}", c), v0 - c);
   w.mul_(2.0);
-  const double by_weight = (value() - (2.0 * v0 - bias)).abs().max().item<double>();
-  w.copy_(w0);
-  std::string off;
-  if (!(by_bias <= tol))
-    off = fmt::format("adding 1 to value_head.bias must add 1 to the value, and it was off by {:.3g}", by_bias);
-  if (!(by_weight <= tol))
-    off += fmt::format("{}doubling value_head.weight must give 2 v - b, and it was off by {:.3g}", off.empty() ? "" : "; ",
-                       by_weight);
+  probe("doubling value_head.weight", "2 v - b", 2.0 * v0 - bias);
+  w.neg_();
+  probe("negating value_head.weight", "2 b - v", 2.0 * bias - v0);
+  if (!(dist_moved <= dtol))
+    off.push_back(fmt::format("changing value_head moved dist by up to {:.3g}: something besides the value reads it",
+                              dist_moved));
   if (!off.empty())
-    throw ConfigError(fmt::format("{}: the value is not value_head's output ({}; tolerance {:.3g}). PopArt keeps the "
-                                  "value in return units only when nothing follows value_head; {}", where, off, tol, fix));
+    throw ConfigError(fmt::format("{}: the value is not value_head's output alone ({}). PopArt keeps the value in "
+                                  "return units only when nothing follows value_head; {}",
+                                  where, fmt::join(off, "; "), fix));
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // PopArt (learner.value_norm = "popart", learner/normalizers.h) with a model.python module: the
 // statistics by hand, the value in return units preserved through the rescaling of the module's
 // own value_head, and the start-up check of models/policy_options.cpp (no value_head, a wrong
-// shape, something after value_head), each refused with a message naming it.
+// shape, something after value_head, value_head read by the policy), each refused with a message
+// naming it. And a frozen parameter of a module (requires_grad=False) stays frozen through updates.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,42 +11,50 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "core/config.h"
 #include "core/error.h"
 #include "envs/registry.h"
 #include "learner/normalizers.h"
+#include "learner/trainer.h"
 #include "models/policy.h"
+#include "tests/common/train_batches.h"
 
 using namespace mpirl;
 using namespace mpirl::learner;
 
 namespace {
 
-// A small MLP with the model.python contract; `value` is the expression of the value from the
-// features h.
-std::string module_file(const std::string& name, const std::string& value_layer, const std::string& value) {
+// A small MLP with the model.python contract; `value_layer` builds the value's layer (and may add
+// lines), `dist` and `value` are the expressions of the outputs from the features h. Written to a
+// temporary name and renamed, so that a test process importing it never reads a partial file.
+std::string module_file(const std::string& name, const std::string& value_layer, const std::string& value,
+                        const std::string& dist = "self.pi(h)") {
   const auto dir = std::filesystem::temp_directory_path() / "mpirl-unit-python-popart";
   std::filesystem::create_directories(dir);
   const auto p = (dir / (name + ".py")).string();
-  std::ofstream(p) << "import torch\n"
-                      "class M(torch.nn.Module):\n"
-                      "    def __init__(self, spec):\n"
-                      "        super().__init__()\n"
-                      "        self.body = torch.nn.Linear(spec['obs_shape'][0], 16)\n"
-                      "        self.pi = torch.nn.Linear(16, spec['num_actions'])\n"
-                      "        self."
-                   << value_layer
-                   << "\n"
-                      "    def unroll(self, obs, is_init, state):\n"
-                      "        h = torch.tanh(self.body(obs))\n"
-                      "        return self.pi(h), "
-                   << value
-                   << "\n"
-                      "    def step(self, obs, is_init, state):\n"
-                      "        d, v = self.unroll(obs, is_init, state)\n"
-                      "        return d, v, state\n"
-                      "def make(spec, options):\n"
-                      "    return M(spec)\n";
+  const auto tmp = p + "." + std::to_string(::getpid());
+  std::ofstream(tmp) << "import torch\n"
+                        "class M(torch.nn.Module):\n"
+                        "    def __init__(self, spec):\n"
+                        "        super().__init__()\n"
+                        "        self.body = torch.nn.Linear(spec['obs_shape'][0], 16)\n"
+                        "        self.pi = torch.nn.Linear(16, spec['num_actions'])\n"
+                        "        self."
+                     << value_layer
+                     << "\n"
+                        "    def unroll(self, obs, is_init, state):\n"
+                        "        h = torch.tanh(self.body(obs))\n"
+                        "        return "
+                     << dist << ", " << value
+                     << "\n"
+                        "    def step(self, obs, is_init, state):\n"
+                        "        d, v = self.unroll(obs, is_init, state)\n"
+                        "        return d, v, state\n"
+                        "def make(spec, options):\n"
+                        "    return M(spec)\n";
+  std::filesystem::rename(tmp, p);
   return p;
 }
 
@@ -67,7 +76,10 @@ std::string refusal(const Config& cfg) {
   return "";
 }
 
-torch::Tensor head_weight(models::Policy& p) { return *p->named_parameters().find("py.value_head.weight"); }
+torch::Tensor head_weight(models::Policy& p) {
+  const auto* w = p->named_parameters().find("py.value_head.weight");
+  return w ? *w : torch::Tensor();
+}
 
 }  // namespace
 
@@ -83,6 +95,7 @@ TEST(PythonPopArt, StatisticsByHandAndTheModulesValueHeadRescaled) {
   torch::NoGradGuard g;
   auto value = [&] { return pol->unroll(obs, init, state0).value; };
   const auto before = value().clone();
+  ASSERT_TRUE(head_weight(pol).defined());
   const auto w0 = head_weight(pol).clone();
   // The module's parameter is the policy's (the same tensor), so PopArt moves the module's.
   torch::Tensor shared;
@@ -116,21 +129,58 @@ TEST(PythonPopArt, StartCheckNamesWhatIsWrong) {
   const auto plain = module_file("plain", "v = torch.nn.Linear(16, 1)", "self.v(h).squeeze(-1)");
   EXPECT_EQ(refusal(popart_config(plain, "none")), "");
   std::string m = refusal(popart_config(plain));
-  EXPECT_NE(m.find("no parameters value_head.weight and value_head.bias"), std::string::npos) << m;
+  EXPECT_NE(m.find("no parameter value_head.weight or value_head.bias"), std::string::npos) << m;
   EXPECT_NE(m.find("learner.value_norm = \"popart\""), std::string::npos) << m;
   EXPECT_NE(m.find("plain.py:make"), std::string::npos) << m;
+  m = refusal(popart_config(module_file("nobias", "value_head = torch.nn.Linear(16, 1, bias=False)",
+                                        "self.value_head(h).squeeze(-1)")));
+  EXPECT_NE(m.find("no parameter value_head.bias ("), std::string::npos) << m;
   m = refusal(popart_config(module_file("wide", "value_head = torch.nn.Linear(16, 2)", "self.value_head(h)[..., 0]")));
   EXPECT_NE(m.find("value_head.weight is [2, 16]"), std::string::npos) << m;
-  // Something after value_head: a squashing, a scale.
+  // Something after value_head: a squashing, a scale, a constant.
   m = refusal(popart_config(module_file("squashed", "value_head = torch.nn.Linear(16, 1)",
                                         "torch.tanh(self.value_head(h)).squeeze(-1)")));
-  EXPECT_NE(m.find("the value is not value_head's output"), std::string::npos) << m;
+  EXPECT_NE(m.find("the value is not value_head's output alone"), std::string::npos) << m;
   m = refusal(popart_config(module_file("scaled", "value_head = torch.nn.Linear(16, 1)",
                                         "3.0 * self.value_head(h).squeeze(-1)")));
-  EXPECT_NE(m.find("adding 1 to value_head.bias must add 1 to the value, and it was off by 2;"), std::string::npos) << m;
-  // A constant added after the head passes the bias check and fails the weight's.
+  EXPECT_NE(m.find("(adding 1 to value_head.bias must give v + 1, and the value was off by 2 (tolerance "), std::string::npos) << m;
   m = refusal(popart_config(module_file("shifted", "value_head = torch.nn.Linear(16, 1)",
                                         "self.value_head(h).squeeze(-1) + 5.0")));
+  EXPECT_EQ(m.find("value_head.bias must give"), std::string::npos) << m;
+  EXPECT_NE(m.find("(doubling value_head.weight must give 2 v - b, and the value was off by 5 (tolerance "), std::string::npos) << m;
+  EXPECT_NE(m.find("negating value_head.weight must give 2 b - v, and the value was off by 10 (tolerance "), std::string::npos) << m;
+  // A relu after the head, every value on its linear side: only the large negative bias shift crosses it.
+  m = refusal(popart_config(module_file("relu", "value_head = torch.nn.Linear(16, 1)\n        self.value_head.bias.data.fill_(10.0)",
+                                        "torch.relu(self.value_head(h)).squeeze(-1)")));
+  EXPECT_NE(m.find("(subtracting "), std::string::npos) << m;
   EXPECT_EQ(m.find("adding 1"), std::string::npos) << m;
-  EXPECT_NE(m.find("(doubling value_head.weight must give 2 v - b, and it was off by 5;"), std::string::npos) << m;
+  EXPECT_EQ(m.find("doubling"), std::string::npos) << m;
+  // value_head read by the policy too: PopArt would rescale the policy's logits.
+  m = refusal(popart_config(module_file("shared", "value_head = torch.nn.Linear(16, 1)",
+                                        "self.value_head(h).squeeze(-1)", "self.pi(h) + self.value_head(h)")));
+  EXPECT_NE(m.find("(changing value_head moved dist by up to "), std::string::npos) << m;
+  EXPECT_NE(m.find(": something besides the value reads it)."), std::string::npos) << m;
+  EXPECT_EQ(m.find("must give"), std::string::npos) << m;
+}
+
+TEST(PythonModule, FrozenParameterStaysFrozenThroughUpdates) {
+  const Config cfg = popart_config(module_file("frozen", "value_head = torch.nn.Linear(16, 1)\n"
+                                               "        self.frozen = torch.nn.Parameter(torch.ones(16), requires_grad=False)",
+                                               "self.value_head(h).squeeze(-1)", "self.pi(h * self.frozen)"));
+  const auto spec = envs::env_spec(cfg);
+  NoReducer none;
+  Trainer t(cfg, spec, torch::kCPU, none, StepMode::Eager);
+  const auto params = t.policy()->named_parameters();
+  const auto* frozen = params.find("py.frozen");
+  const auto* body = params.find("py.body.weight");
+  ASSERT_TRUE(frozen && body);
+  EXPECT_FALSE(frozen->requires_grad());
+  EXPECT_TRUE(body->requires_grad());
+  const auto body0 = body->clone();
+  for (uint64_t k = 0; k < 3; ++k) {
+    auto b = mpirl::testing::random_batch(6, 8, spec.obs_size(), spec.num_actions, 0, 40 + k);
+    t.update(b, {});
+  }
+  EXPECT_TRUE(frozen->equal(torch::ones({16})));
+  EXPECT_GT((*body - body0).abs().max().item<double>(), 1e-4);
 }
