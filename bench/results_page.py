@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results", "suites")
 PAGE = os.path.join(ROOT, "docs", "results.md")
 TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar", "memory": "Memory (POPGym)",
+          "minatar_10m": "MinAtar at 10M steps (gymnax's budget)",
           "minatar_paper": "MinAtar with the package's settings (APPO)"}
 TUNING = (1, 2, 3)
 
