@@ -72,9 +72,10 @@ for _id, _ref in MINATAR.items():
 # Freeway and SpaceInvaders were still rising (seed 1: Asterix 5.45 at 4M, 7.79 at 5M). Runs as far
 # as the machine's time allows; the page lists the games not yet run.
 for _id, _ref in MINATAR.items():
-    _name = "minatar_gymnax10m_" + _id.split("-")[0].lower()
+    _game = _id.split("-")[0].lower()
+    _name = "minatar_gymnax10m_" + _game
     SUITE_TASKS[_name] = ("minatar.toml", [f'env.id="{_id}"'], _ref, 10_000_000, 3600)
-    SUITE_REFERENCES[_name] = SUITE_REFERENCES["minatar_gymnax_" + _id.split("-")[0].lower()]
+    SUITE_REFERENCES[_name] = SUITE_REFERENCES["minatar_gymnax_" + _game]  # the 5M suite's reference
     SUITES.setdefault("minatar_10m", []).append(_name)
 # The same APPO config with the package's settings (env.kwargs = '{}': sticky actions 0.1,
 # difficulty ramping, no cap), the settings of the MinAtar paper and of the R2D2 suite below, against
