@@ -31,8 +31,8 @@ namespace {
 // learner.value_norm = "popart" with model.python: PopArt (learner/normalizers.h) rescales the
 // weight and bias of the layer whose output is the value, so the module must name it value_head
 // (an nn.Linear(F, 1)), its value must be that layer's output with nothing after it, and nothing
-// else may read value_head. Checked on the module's own step by four probes, each from the
-// original parameters: bias + 1 and bias - c (c large enough to cross any clamp or relu) shift
+// else may read value_head. Checked on the module's own step and unroll (the learner's path) by
+// four probes, each from the original parameters: bias + 1 and bias - c (c large enough to cross any clamp or relu) shift
 // every value by as much, weight x 2 gives 2 v - b and weight x -1 gives 2 b - v; and none of them
 // moves dist.
 void check_popart_head(PythonModel& m, const envs::EnvSpec& spec, const std::string& file) {
@@ -63,10 +63,23 @@ void check_popart_head(PythonModel& m, const envs::EnvSpec& spec, const std::str
   auto gen = at::make_generator<at::CPUGeneratorImpl>(2024);  // not the global RNG: rank 0 builds its policy next
   const auto obs = spec.obs_uint8 ? torch::rand(shape, gen) : torch::randn(shape, gen);
   const auto init = torch::ones({B});
+  // The learner reads the value from unroll: a 3-step sequence (a reset at its start and one
+  // inside) is probed beside step, its values and dists concatenated after step's.
+  const int64_t T = 3;
+  std::vector<int64_t> seq_shape{T, B};
+  seq_shape.insert(seq_shape.end(), spec.obs_shape.begin(), spec.obs_shape.end());
+  const auto seq_obs = spec.obs_uint8 ? torch::rand(seq_shape, gen) : torch::randn(seq_shape, gen);
+  auto seq_init = torch::zeros({T, B});
+  seq_init[0].fill_(1.0);
+  seq_init[2].slice(0, 0, B / 2).fill_(1.0);
   auto run = [&] {
     torch::Tensor state = torch::zeros({B, m.state_size()});
-    auto out = m.step(obs, init, state);
-    return std::make_pair(out.value.to(torch::kFloat64), out.dist.to(torch::kFloat64));
+    const auto seq = m.unroll(seq_obs, seq_init, state);
+    const auto one = m.step(obs, init, state);
+    auto flat = [](const torch::Tensor& a, const torch::Tensor& b) {
+      return torch::cat({a.reshape({-1}), b.reshape({-1})}).to(torch::kFloat64);
+    };
+    return std::make_pair(flat(one.value, seq.value), flat(one.dist, seq.dist));
   };
   const auto w0 = w.clone(), b0 = b.clone();
   const auto base = run();

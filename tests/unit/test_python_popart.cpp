@@ -27,10 +27,11 @@ using namespace mpirl::learner;
 namespace {
 
 // A small MLP with the model.python contract; `value_layer` builds the value's layer (and may add
-// lines), `dist` and `value` are the expressions of the outputs from the features h. Written to a
-// temporary name and renamed, so that a test process importing it never reads a partial file.
+// lines), `dist` and `value` are the expressions of the outputs from the features h (unroll's; step
+// returns the same unless `step_value` is given). Written to a temporary name and renamed, so that a
+// test process importing it never reads a partial file.
 std::string module_file(const std::string& name, const std::string& value_layer, const std::string& value,
-                        const std::string& dist = "self.pi(h)") {
+                        const std::string& dist = "self.pi(h)", const std::string& step_value = "v") {
   const auto dir = std::filesystem::temp_directory_path() / "mpirl-unit-python-popart";
   std::filesystem::create_directories(dir);
   const auto p = (dir / (name + ".py")).string();
@@ -50,8 +51,11 @@ std::string module_file(const std::string& name, const std::string& value_layer,
                      << dist << ", " << value
                      << "\n"
                         "    def step(self, obs, is_init, state):\n"
+                        "        h = torch.tanh(self.body(obs))\n"
                         "        d, v = self.unroll(obs, is_init, state)\n"
-                        "        return d, v, state\n"
+                        "        return d, "
+                     << step_value
+                     << ", state\n"
                         "def make(spec, options):\n"
                         "    return M(spec)\n";
   std::filesystem::rename(tmp, p);
@@ -155,6 +159,13 @@ TEST(PythonPopArt, StartCheckNamesWhatIsWrong) {
   EXPECT_NE(m.find("(subtracting "), std::string::npos) << m;
   EXPECT_EQ(m.find("adding 1"), std::string::npos) << m;
   EXPECT_EQ(m.find("doubling"), std::string::npos) << m;
+  // The same relu in unroll only (the learner's path): step is linear in value_head and passes
+  // every probe, unroll equals step at the initial weights, and only the probe of unroll catches it.
+  m = refusal(popart_config(module_file("relu_unroll", "value_head = torch.nn.Linear(16, 1)\n        self.value_head.bias.data.fill_(10.0)",
+                                        "torch.relu(self.value_head(h)).squeeze(-1)", "self.pi(h)",
+                                        "self.value_head(h).squeeze(-1)")));
+  EXPECT_NE(m.find("(subtracting "), std::string::npos) << m;
+  EXPECT_EQ(m.find("adding 1"), std::string::npos) << m;
   // value_head read by the policy too: PopArt would rescale the policy's logits.
   m = refusal(popart_config(module_file("shared", "value_head = torch.nn.Linear(16, 1)",
                                         "self.value_head(h).squeeze(-1)", "self.pi(h) + self.value_head(h)")));
