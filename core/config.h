@@ -54,6 +54,9 @@ struct Config {
     double max_grad_norm = 0, gamma = 0, rho_bar = 1, c_bar = 1, pg_rho_bar = 1, lambda = 1;
     double value_coef = 0, entropy_coef = 0, appo_clip = 0;
     int appo_epochs = 1, appo_minibatches = 1;
+    // APPO's ratio against the policy at the start of each update instead of the actor's (learner/
+    // algorithms/appo.h): the clip stays centred on the learner's policy when the batch is stale.
+    bool appo_proximal = false;
     // Schedules over the step budget (learner/schedule.h): "constant", "linear" or "cosine".
     std::string lr_schedule = "constant", entropy_schedule = "constant";
     double lr_final = 0, entropy_coef_final = 0;

@@ -113,6 +113,7 @@ const Schema& schema() {
     m["learner.entropy_coef"] = float_field(0, inf, [](Config& c, double v) { c.learner.entropy_coef = v; });
     m["learner.publish_interval"] = int_field(1, 1 << 20, [](Config& c, int64_t v) { c.learner.publish_interval = int(v); });
     m["learner.appo_clip"] = float_field(1e-6, 10, [](Config& c, double v) { c.learner.appo_clip = v; });
+    m["learner.appo_proximal"] = bool_field([](Config& c, bool v) { c.learner.appo_proximal = v; });
     m["learner.appo_epochs"] = int_field(1, 1000, [](Config& c, int64_t v) { c.learner.appo_epochs = int(v); });
     m["learner.appo_minibatches"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.learner.appo_minibatches = int(v); });
     m["learner.lr_schedule"] = string_field({"constant", "linear", "cosine"},

@@ -12,6 +12,8 @@ struct TrainBatch {
   torch::Tensor terminated;   // [T, B] float 0/1
   torch::Tensor truncated;    // [T, B] float 0/1
   torch::Tensor behaviour_logp;  // [T, B]
+  torch::Tensor proximal_logp;   // [T, B] the learner's policy at the start of the update (APPO with
+                                 // learner.appo_proximal); undefined otherwise
   torch::Tensor trunc_value;  // [T, B]
   torch::Tensor is_init;      // [T+1, B] float 0/1: the observation starts an episode (core reset)
   torch::Tensor state0;       // [B, S] recurrent state before step 0 (undefined without a core)

@@ -189,6 +189,7 @@ UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
   model_->train();
   if (obs_norm_.enabled()) obs_norm_.update(batch.obs.slice(0, 0, batch.rewards.size(0)));
   bootstrap(batch, boot);
+  algo_->prepare(spec_, *model_, batch, lo_);
   UpdateResult r;
   const bool copies = mode_ != StepMode::Eager;
   std::vector<torch::Tensor> prios;

@@ -9,6 +9,7 @@ LossOptions loss_options(const Config& cfg) {
   o.value_coef = l.value_coef;
   o.entropy_coef = l.entropy_coef;
   o.appo_clip = l.appo_clip;
+  o.appo_proximal = l.appo_proximal;
   o.vtrace.rho_bar = l.rho_bar;
   o.vtrace.c_bar = l.c_bar;
   o.vtrace.pg_rho_bar = l.pg_rho_bar;

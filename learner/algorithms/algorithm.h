@@ -23,6 +23,7 @@ namespace mpirl::learner {
 
 struct LossOptions {
   double gamma = 0.99, value_coef = 0.5, entropy_coef = 0.01, appo_clip = 0.2;
+  bool appo_proximal = false;  // APPO: the ratio against TrainBatch::proximal_logp (appo.h)
   kernels::VTraceOptions vtrace;
   double reward_scale = 1, reward_clip = 0;  // rewards * scale, clipped to +-clip (0 = no clip)
   bool normalize_advantages = false;         // zero mean, unit std over the kept steps of the (mini)batch
@@ -61,6 +62,9 @@ class Algorithm {
   virtual models::PolicyOutput forward(models::PolicyModel& m, const TrainBatch& b) const {
     return m.unroll(b.obs, b.is_init, b.state0);
   }
+  // Once per update, before its optimizer steps, outside them and without gradient: what the
+  // algorithm needs of the policy as it stands (APPO with appo_proximal: b.proximal_logp).
+  virtual void prepare(const envs::EnvSpec& spec, models::PolicyModel& m, TrainBatch& b, const LossOptions& o) const {}
   // Where a truncated episode bootstraps, in return units: obs [m, obs...] continuing from state
   // [m, S] (undefined without a core). Outside the optimizer step, without gradient.
   virtual torch::Tensor bootstrap_value(models::PolicyModel& m, const torch::Tensor& obs, const torch::Tensor& state) const {

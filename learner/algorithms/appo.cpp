@@ -5,13 +5,24 @@ namespace mpirl::learner {
 LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                     const LossOptions& o) {
   Targets t = compute_targets(spec, b, out, o);
-  auto ratio = torch::exp(t.logp - b.behaviour_logp);
   auto adv = actor_critic::advantages(t.vt.advantages, b, o);
+  const bool proximal = o.appo_proximal && b.proximal_logp.defined();
+  // Decoupled: r = pi / pi_prox, each step weighted by pi_prox / mu truncated at rho_bar (no gradient).
+  auto ratio = torch::exp(t.logp - (proximal ? b.proximal_logp : b.behaviour_logp));
   auto clipped = ratio.clamp(1.0 - o.appo_clip, 1.0 + o.appo_clip);
   auto surrogate = torch::min(ratio * adv, clipped * adv);
+  if (proximal) surrogate = surrogate * (b.proximal_logp - b.behaviour_logp).exp().clamp_max(o.vtrace.rho_bar);
   auto l = actor_critic::finish(spec, b, out, o, t, -actor_critic::weighted_mean(surrogate, b));
   l.clip_fraction = ((ratio - 1.0).abs() > o.appo_clip).to(ratio.scalar_type()).mean().detach();
   return l;
+}
+
+void Appo::prepare(const envs::EnvSpec& spec, models::PolicyModel& m, TrainBatch& b, const LossOptions& o) const {
+  if (!o.appo_proximal) return;
+  torch::NoGradGuard g;
+  const int64_t T = b.rewards.size(0);
+  const auto out = forward(m, b);
+  b.proximal_logp = models::log_prob(spec, out.dist.slice(0, 0, T), b.actions).to(b.behaviour_logp.scalar_type());
 }
 
 }  // namespace mpirl::learner

@@ -5,8 +5,12 @@
 
 namespace mpirl::learner {
 
-// Clipped surrogate min(r A, clip(r, 1-eps, 1+eps) A) with r = pi/mu and V-trace advantages A,
-// plus the same value and entropy terms as IMPALA.
+// Clipped surrogate min(r A, clip(r, 1-eps, 1+eps) A) with r = pi/mu and V-trace (or GAE)
+// advantages A, plus the same value and entropy terms as IMPALA.
+// With o.appo_proximal and b.proximal_logp (the policy at the start of the update, Appo::prepare),
+// the decoupled objective of Hilton et al. 2021 ("Batch size-invariance for policy optimization"):
+// r = pi/pi_prox, and each step's surrogate weighted by min(pi_prox/mu, vtrace.rho_bar). A stale
+// batch (a policy lag of whole updates) then starts every update with r = 1, inside the clip.
 LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                     const LossOptions& o);
 
@@ -20,6 +24,7 @@ class Appo final : public Algorithm {
                  const LossOptions& o) const override {
     return appo_loss(spec, b, out, o);
   }
+  void prepare(const envs::EnvSpec& spec, models::PolicyModel& m, TrainBatch& b, const LossOptions& o) const override;
 
  private:
   int epochs_, minibatches_;

@@ -1,7 +1,8 @@
 // APPO's GAE(lambda) advantages (learner.advantages = "gae", issue 41) against hand-computed values
 // and a naive float64 loop written from the paper's definition, with terminations, truncations
 // (bootstrapped from trunc_value) and the sequence end (bootstrapped from the next observation's
-// value); the APPO surrogate on them; and the config check that keeps GAE away from IMPALA.
+// value); the APPO surrogate on them; the decoupled surrogate of learner.appo_proximal; and the
+// config check that keeps GAE away from IMPALA.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -12,6 +13,8 @@
 #include "envs/registry.h"
 #include "learner/algorithms/actor_critic.h"
 #include "learner/algorithms/appo.h"
+#include "learner/gradient_reducer.h"
+#include "learner/trainer.h"
 #include "tests/common/train_batches.h"
 
 using namespace mpirl;
@@ -125,6 +128,58 @@ TEST(Gae, AppoSurrogateUsesTheGaeAdvantages) {
   auto ratio = (logp - b.behaviour_logp.to(torch::kFloat64)).exp();
   auto want = -torch::min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean();
   EXPECT_NEAR(l.policy.item<double>(), want.item<double>(), 1e-5);
+}
+
+// learner.appo_proximal: r = pi / pi_prox clipped, each step weighted by min(pi_prox / mu, rho_bar),
+// by hand in float64 with proximal log-probs apart from both the policy's and the actors'.
+TEST(Appo, ProximalSurrogateByHand) {
+  auto cfg = cfg_with({"learner.algo=\"appo\"", "learner.advantages=\"gae\"", "learner.lambda=0.9",
+                       "learner.appo_proximal=true", "learner.rho_bar=1.1"});
+  auto spec = envs::env_spec(cfg);
+  auto b = mpirl::testing::random_batch(8, 5, 4, 2, 0, 23);
+  b.trunc_value = torch::zeros_like(b.rewards);
+  models::Policy pol(spec, models::model_options(cfg));
+  torch::NoGradGuard g;
+  auto out = pol->unroll(b.obs, b.is_init, torch::Tensor());
+  auto logp = models::log_prob(spec, out.dist.slice(0, 0, 8), b.actions).to(torch::kFloat64);
+  b.proximal_logp = (logp + 0.3 * torch::randn({8, 5}, torch::kFloat64)).to(torch::kFloat32);
+  auto o = loss_options(cfg);
+  ASSERT_TRUE(o.appo_proximal);
+  auto l = appo_loss(spec, b, out, o);
+  auto adv = naive_gae(b, out.value, o.gamma, 0.9);
+  auto prox = b.proximal_logp.to(torch::kFloat64), mu = b.behaviour_logp.to(torch::kFloat64);
+  auto ratio = (logp - prox).exp();
+  auto w = (prox - mu).exp().clamp_max(1.1);
+  ASSERT_GT((w < 1.1).sum().item<int64_t>(), 0);  // some weights truncated, some not
+  ASSERT_GT((w >= 1.1).sum().item<int64_t>(), 0);
+  auto want = -(w * torch::min(ratio * adv, ratio.clamp(0.8, 1.2) * adv)).mean();
+  EXPECT_NEAR(l.policy.item<double>(), want.item<double>(), 1e-5);
+  EXPECT_NEAR(l.clip_fraction.item<double>(), ((ratio - 1).abs() > 0.2).to(torch::kFloat64).mean().item<double>(), 1e-6);
+  // Without the option the same batch gives the actors' ratio: a different loss.
+  o.appo_proximal = false;
+  auto plain = appo_loss(spec, b, out, o);
+  EXPECT_GT(std::abs(plain.policy.item<double>() - want.item<double>()), 1e-3);
+}
+
+// A stale batch (actors' probabilities of 0.1 for the action taken under a near-uniform 2-action
+// policy: every ratio about 5) starts the update outside the clip; with appo_proximal the Trainer's
+// prepare sets pi_prox to the policy as it stands, so the first step's ratios are all 1.
+TEST(Appo, ProximalUpdateStartsInsideTheClip) {
+  auto first_clip_fraction = [](bool proximal) {
+    Config cfg = load_config("", {"learner.algo=\"appo\"", "learner.appo_epochs=1", "learner.appo_minibatches=1",
+                                  "learner.value_norm=\"none\"",
+                                  std::string("learner.appo_proximal=") + (proximal ? "true" : "false")});
+    auto spec = envs::env_spec(cfg);
+    NoReducer none;
+    torch::manual_seed(5);
+    Trainer tr(cfg, spec, torch::kCPU, none, StepMode::Eager);
+    auto b = mpirl::testing::random_batch(6, 4, spec.obs_size(), spec.num_actions, 0, 31);
+    b.behaviour_logp.fill_(std::log(0.1));
+    auto r = tr.update(b, {});
+    return r.last.clip_fraction.item<double>();
+  };
+  EXPECT_GT(first_clip_fraction(false), 0.9);
+  EXPECT_EQ(first_clip_fraction(true), 0.0);
 }
 
 TEST(Gae, RefusedForImpala) {
