@@ -109,6 +109,9 @@ void cross_validate(const Config& c) {
   if (c.learner.advantages == "gae" && c.learner.algo != "appo")
     bad(fmt::format("config key 'learner.advantages' = \"gae\": expected learner.algo = \"appo\" (algo is \"{}\": "
                     "IMPALA's policy gradient needs V-trace's off-policy correction)", c.learner.algo));
+  if (c.learner.appo_proximal && c.learner.algo != "appo")
+    bad(fmt::format("config key 'learner.appo_proximal' = true: expected learner.algo = \"appo\" (algo is \"{}\", "
+                    "which has no clipped ratio to centre)", c.learner.algo));
   if (c.learner.algo == "r2d2" && c.learner.value_norm != "none")
     bad("config key 'learner.value_norm' = \"popart\": learner.algo = \"r2d2\" needs \"none\" (its Q-values are "
         "rescaled by h instead: r2d2.rescale_eps)");

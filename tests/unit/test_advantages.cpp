@@ -190,4 +190,11 @@ TEST(Gae, RefusedForImpala) {
     EXPECT_NE(std::string(e.what()).find("learner.advantages"), std::string::npos) << e.what();
   }
   EXPECT_THROW(cfg_with({"learner.advantages=\"td\""}), ConfigError);
+  try {
+    cfg_with({"learner.algo=\"impala\"", "learner.appo_proximal=true"});
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'learner.appo_proximal' = true: expected learner.algo = \"appo\""),
+              std::string::npos) << e.what();
+  }
 }
