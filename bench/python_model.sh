@@ -63,7 +63,8 @@ central() {  # label sets...: the run's SPS, then the inference rank's forward m
     --set 'actor.inference="central"' --set run.total_env_steps="$STEPS" --set run.out_dir="\"$OUT\"" \
     --set run.name="\"$label\"" --set 'run.checkpoint="never"' --set run.tensorboard=false \
     --set 'run.progress="lines"' "${sets[@]}" > "$OUT/$label.log" 2>&1
-  python3 -c "import json; s=json.load(open('$OUT/$label/summary.json')); t=s['inference']['total']
+  python3 -c "import json, sys; s=json.load(open('$OUT/$label/summary.json')); t=(s.get('inference') or {}).get('total')
+if not t or not t.get('batches'): sys.exit('$label: summary.json has no inference batches (see $OUT/$label.log)')
 print('$label', s['sps']); print('${label}_fwd_ms', t['forward_ms_mean']); print('${label}_rows', t['rows_mean'])"
 }
 {

@@ -1,12 +1,16 @@
 #include "learner/algorithms/appo.h"
 
+#include "core/error.h"
+
 namespace mpirl::learner {
 
 LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                     const LossOptions& o) {
   Targets t = compute_targets(spec, b, out, o);
   auto adv = actor_critic::advantages(t.vt.advantages, b, o);
-  const bool proximal = o.appo_proximal && b.proximal_logp.defined();
+  MPIRL_CHECK(!o.appo_proximal || b.proximal_logp.defined(),
+              "learner.appo_proximal: the batch has no proximal_logp (Algorithm::prepare did not run)");
+  const bool proximal = o.appo_proximal;
   // Decoupled: r = pi / pi_prox, each step weighted by pi_prox / mu truncated at rho_bar (no gradient).
   auto ratio = torch::exp(t.logp - (proximal ? b.proximal_logp : b.behaviour_logp));
   auto clipped = ratio.clamp(1.0 - o.appo_clip, 1.0 + o.appo_clip);

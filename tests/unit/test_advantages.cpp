@@ -197,4 +197,6 @@ TEST(Gae, RefusedForImpala) {
     EXPECT_NE(std::string(e.what()).find("'learner.appo_proximal' = true: expected learner.algo = \"appo\""),
               std::string::npos) << e.what();
   }
+  EXPECT_THROW(cfg_with({"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "learner.appo_proximal=true"}),
+               ConfigError);
 }

@@ -120,13 +120,17 @@ TEST(DeviceOptimizer, StateRoundTripsAndAMismatchIsNamed) {
 // The static-buffer path of the CUDA-graph step, uncaptured, equals the eager step over 50 updates
 // of changing batches (with and without weights and masks, which the static path always carries).
 TEST(StaticStep, EqualsEagerOver50Updates) {
-  for (const char* algo : {"impala", "appo"})
+  // "appo+proximal": learner.appo_proximal, whose proximal_logp is sliced per minibatch and copied
+  // into the static step's buffers like the batch's own fields.
+  for (const std::string variant : {"impala", "appo", "appo+proximal"})
     for (const char* core : {"none", "lru"}) {
-      SCOPED_TRACE(std::string(algo) + " " + core);
-      Config cfg = load_config("", {std::string("learner.algo=\"") + algo + "\"",
-                                    std::string("model.core=\"") + core + "\"", "model.core_state=4",
-                                    "model.core_size=8", "learner.appo_minibatches=2", "learner.appo_epochs=2",
-                                    "learner.lr=0.003"});
+      SCOPED_TRACE(variant + " " + core);
+      const bool proximal = variant == "appo+proximal";
+      const std::string algo = proximal ? "appo" : variant;
+      Config cfg = load_config("", {"learner.algo=\"" + algo + "\"", std::string("model.core=\"") + core + "\"",
+                                    "model.core_state=4", "model.core_size=8", "learner.appo_minibatches=2",
+                                    "learner.appo_epochs=2", "learner.lr=0.003",
+                                    std::string("learner.appo_proximal=") + (proximal ? "true" : "false")});
       auto spec = envs::env_spec(cfg);
       NoReducer none;
       const int64_t T = 6, B = 8, D = spec.obs_size(), A = spec.num_actions, S = models::state_size(cfg, spec);
