@@ -47,6 +47,29 @@ torch::Tensor naive_gae(const TrainBatch& b, const torch::Tensor& values, double
   return adv;
 }
 
+// An APPO config with GAE(0.9), a random 8 x 5 batch (no truncation values) and a fresh policy's
+// outputs over it, without gradient, with the log-probs of the batch's actions in float64.
+struct AppoCase {
+  Config cfg;
+  envs::EnvSpec spec;
+  TrainBatch b;
+  models::PolicyOutput out;
+  torch::Tensor logp;
+};
+AppoCase appo_case(std::vector<std::string> extra_sets, uint64_t seed) {
+  std::vector<std::string> sets{"learner.algo=\"appo\"", "learner.advantages=\"gae\"", "learner.lambda=0.9"};
+  sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
+  AppoCase c{cfg_with(sets)};
+  c.spec = envs::env_spec(c.cfg);
+  c.b = mpirl::testing::random_batch(8, 5, 4, 2, 0, seed);
+  c.b.trunc_value = torch::zeros_like(c.b.rewards);
+  models::Policy pol(c.spec, models::model_options(c.cfg));
+  torch::NoGradGuard g;
+  c.out = pol->unroll(c.b.obs, c.b.is_init, torch::Tensor());
+  c.logp = models::log_prob(c.spec, c.out.dist.slice(0, 0, 8), c.b.actions).to(torch::kFloat64);
+  return c;
+}
+
 }  // namespace
 
 TEST(Gae, HandComputedOneSequence) {
@@ -113,18 +136,12 @@ TEST(Gae, MatchesANaiveLoopWithEpisodeEnds) {
 }
 
 TEST(Gae, AppoSurrogateUsesTheGaeAdvantages) {
-  auto cfg = cfg_with({"learner.algo=\"appo\"", "learner.advantages=\"gae\"", "learner.lambda=0.9"});
-  auto spec = envs::env_spec(cfg);
-  auto b = mpirl::testing::random_batch(8, 5, 4, 2, 0, 22);
-  b.trunc_value = torch::zeros_like(b.rewards);
-  models::Policy pol(spec, models::model_options(cfg));
+  auto [cfg, spec, b, out, logp] = appo_case({}, 22);
   torch::NoGradGuard g;
-  auto out = pol->unroll(b.obs, b.is_init, torch::Tensor());
   auto o = loss_options(cfg);
   auto l = appo_loss(spec, b, out, o);
   // By hand: -mean(min(ratio adv, clip(ratio) adv)) with the naive loop's advantages.
   auto adv = naive_gae(b, out.value, o.gamma, 0.9);
-  auto logp = models::log_prob(spec, out.dist.slice(0, 0, 8), b.actions).to(torch::kFloat64);
   auto ratio = (logp - b.behaviour_logp.to(torch::kFloat64)).exp();
   auto want = -torch::min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean();
   EXPECT_NEAR(l.policy.item<double>(), want.item<double>(), 1e-5);
@@ -133,15 +150,8 @@ TEST(Gae, AppoSurrogateUsesTheGaeAdvantages) {
 // learner.appo_proximal: r = pi / pi_prox clipped, each step weighted by min(pi_prox / mu, rho_bar),
 // by hand in float64 with proximal log-probs apart from both the policy's and the actors'.
 TEST(Appo, ProximalSurrogateByHand) {
-  auto cfg = cfg_with({"learner.algo=\"appo\"", "learner.advantages=\"gae\"", "learner.lambda=0.9",
-                       "learner.appo_proximal=true", "learner.rho_bar=1.1"});
-  auto spec = envs::env_spec(cfg);
-  auto b = mpirl::testing::random_batch(8, 5, 4, 2, 0, 23);
-  b.trunc_value = torch::zeros_like(b.rewards);
-  models::Policy pol(spec, models::model_options(cfg));
+  auto [cfg, spec, b, out, logp] = appo_case({"learner.appo_proximal=true", "learner.rho_bar=1.1"}, 23);
   torch::NoGradGuard g;
-  auto out = pol->unroll(b.obs, b.is_init, torch::Tensor());
-  auto logp = models::log_prob(spec, out.dist.slice(0, 0, 8), b.actions).to(torch::kFloat64);
   b.proximal_logp = (logp + 0.3 * torch::randn({8, 5}, torch::kFloat64)).to(torch::kFloat32);
   auto o = loss_options(cfg);
   ASSERT_TRUE(o.appo_proximal);
