@@ -32,9 +32,9 @@ namespace {
 // weight and bias of the layer whose output is the value, so the module must name it value_head
 // (an nn.Linear(F, 1)), its value must be that layer's output with nothing after it, and nothing
 // else may read value_head. Checked on the module's own step and unroll (the learner's path) by
-// four probes, each from the original parameters: bias + 1 and bias - c (c large enough to cross any clamp or relu) shift
-// every value by as much, weight x 2 gives 2 v - b and weight x -1 gives 2 b - v; and none of them
-// moves dist.
+// four probes, each from the original parameters: bias + 1 and bias - c (c large enough to cross
+// any clamp or relu) shift every value by as much, weight x 2 gives 2 v - b and weight x -1 gives
+// 2 b - v; and none of them moves dist.
 void check_popart_head(PythonModel& m, const envs::EnvSpec& spec, const std::string& file) {
   const std::string where = fmt::format("config key 'model.python' = \"{}\" with learner.value_norm = \"popart\"", file);
   const std::string fix = "name the last layer of the value `self.value_head = nn.Linear(features, 1)`, with the value "
