@@ -57,6 +57,10 @@ struct Config {
     // APPO's ratio against the policy at the start of each update instead of the actor's (learner/
     // algorithms/appo.h): the clip stays centred on the learner's policy when the batch is stale.
     bool appo_proximal = false;
+    // How APPO splits a batch into minibatches: "sequences" (whole sequences, advantages recomputed in
+    // every optimizer step) or "steps" (PPO's: advantages and targets once per update, then the
+    // batch's steps shuffled into minibatches every epoch; no recurrent core).
+    std::string appo_minibatch = "sequences";
     // Schedules over the step budget (learner/schedule.h): "constant", "linear" or "cosine".
     std::string lr_schedule = "constant", entropy_schedule = "constant";
     double lr_final = 0, entropy_coef_final = 0;

@@ -103,7 +103,8 @@ void cross_validate(const Config& c) {
   if (c.learner.batch_size > c.replay.capacity)
     bad(fmt::format("config key 'learner.batch_size' = {}: expected at most replay.capacity = {}",
                     c.learner.batch_size, c.replay.capacity));
-  if (c.learner.algo == "appo" && c.learner.batch_size % c.learner.appo_minibatches != 0)
+  if (c.learner.algo == "appo" && c.learner.appo_minibatch == "sequences" &&
+      c.learner.batch_size % c.learner.appo_minibatches != 0)
     bad(fmt::format("config key 'learner.appo_minibatches' = {}: expected a divisor of learner.batch_size = {}",
                     c.learner.appo_minibatches, c.learner.batch_size));
   if (c.learner.advantages == "gae" && c.learner.algo != "appo")
@@ -112,6 +113,18 @@ void cross_validate(const Config& c) {
   if (c.learner.appo_proximal && c.learner.algo != "appo")
     bad(fmt::format("config key 'learner.appo_proximal' = true: expected learner.algo = \"appo\" (algo is \"{}\", "
                     "which has no clipped ratio to centre)", c.learner.algo));
+  if (c.learner.appo_minibatch == "steps") {
+    const std::string key = "config key 'learner.appo_minibatch' = \"steps\": ";
+    if (c.learner.algo != "appo")
+      bad(fmt::format("{}expected learner.algo = \"appo\" (algo is \"{}\")", key, c.learner.algo));
+    if (c.model.core != "none" || !c.model.python.empty())
+      bad(key + "expected a policy without memory (model.core = \"none\", no model.python): a shuffled step has "
+                "no core state to start from");
+    const int64_t steps = int64_t(c.learner.batch_size) * c.actor.rollout_len;
+    if (steps % c.learner.appo_minibatches != 0)
+      bad(fmt::format("{}learner.appo_minibatches = {} must divide the batch's steps (learner.batch_size x "
+                      "actor.rollout_len = {})", key, c.learner.appo_minibatches, steps));
+  }
   if (c.learner.algo == "r2d2" && c.learner.value_norm != "none")
     bad("config key 'learner.value_norm' = \"popart\": learner.algo = \"r2d2\" needs \"none\" (its Q-values are "
         "rescaled by h instead: r2d2.rescale_eps)");

@@ -115,6 +115,7 @@ const Schema& schema() {
     m["learner.appo_clip"] = float_field(1e-6, 10, [](Config& c, double v) { c.learner.appo_clip = v; });
     m["learner.appo_proximal"] = bool_field([](Config& c, bool v) { c.learner.appo_proximal = v; });
     m["learner.appo_epochs"] = int_field(1, 1000, [](Config& c, int64_t v) { c.learner.appo_epochs = int(v); });
+    m["learner.appo_minibatch"] = string_field({"sequences", "steps"}, [](Config& c, std::string v) { c.learner.appo_minibatch = v; });
     m["learner.appo_minibatches"] = int_field(1, 1 << 16, [](Config& c, int64_t v) { c.learner.appo_minibatches = int(v); });
     m["learner.lr_schedule"] = string_field({"constant", "linear", "cosine"},
                                             [](Config& c, std::string v) { c.learner.lr_schedule = v; });

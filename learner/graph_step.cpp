@@ -38,11 +38,11 @@ StaticStep::~StaticStep() = default;
 int StaticStep::graphs() const { return graphs_ ? graphs_->count : 0; }
 
 namespace {
-const char* kFieldNames[] = {"obs",           "actions",     "rewards", "terminated", "truncated", "behaviour_logp",
-                             "proximal_logp", "trunc_value", "is_init", "state0"};
+const char* kFieldNames[] = {"obs",         "actions",    "rewards", "terminated", "truncated", "behaviour_logp",
+                             "proximal_logp", "trunc_value", "advantages", "targets", "is_init", "state0"};
 std::vector<torch::Tensor*> fields(TrainBatch& b) {
-  return {&b.obs,           &b.actions,     &b.rewards, &b.terminated, &b.truncated, &b.behaviour_logp,
-          &b.proximal_logp, &b.trunc_value, &b.is_init, &b.state0};
+  return {&b.obs,         &b.actions,    &b.rewards, &b.terminated, &b.truncated, &b.behaviour_logp,
+          &b.proximal_logp, &b.trunc_value, &b.advantages, &b.targets, &b.is_init, &b.state0};
 }
 std::string describe(const torch::Tensor& t) {
   if (!t.defined()) return "absent";

@@ -185,20 +185,28 @@ void Trainer::after_update(UpdateResult& r) {
   r.value_sigma = popart_->sigma();
 }
 
-UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
+UpdateResult Trainer::update(TrainBatch& received, const BootInputs& boot) {
   model_->train();
-  if (obs_norm_.enabled()) obs_norm_.update(batch.obs.slice(0, 0, batch.rewards.size(0)));
-  bootstrap(batch, boot);
+  if (obs_norm_.enabled()) obs_norm_.update(received.obs.slice(0, 0, received.rewards.size(0)));
+  bootstrap(received, boot);
+  // prepare() may add fields or reshape (APPO over steps): on a copy of the tensor handles, so that
+  // the batch source's batch keeps its [T, B] shape.
+  TrainBatch batch = received;
   algo_->prepare(spec_, *model_, batch, lo_);
   UpdateResult r;
   const bool copies = mode_ != StepMode::Eager;
   std::vector<torch::Tensor> prios;
   const int64_t B = batch.rewards.size(1), mb = B / algo_->minibatches();
   StepOut o;
+  TrainBatch shuffled;
   for (int ep = 0; ep < algo_->epochs(); ++ep) {
+    // The order comes from the CPU generator (seeded by run.seed, saved with the learner's state), so
+    // a resumed run and the self-check's repeated update draw the same orders.
+    const TrainBatch& order = algo_->shuffles() ? shuffled = batch.select_batch(torch::randperm(B, torch::kLong))
+                                                : batch;
     for (int64_t s = 0; s < B; s += mb) {
       // A static step copies the slice into its buffers; one minibatch is the batch itself.
-      o = step(mb == B ? batch : batch.slice_batch(s, s + mb));
+      o = step(mb == B ? order : order.slice_batch(s, s + mb));
       algo_->after_step();
       ++r.steps;
       if (ep == 0) prios.push_back(copies ? o.loss.priorities.clone() : o.loss.priorities);
@@ -206,7 +214,7 @@ UpdateResult Trainer::update(TrainBatch& batch, const BootInputs& boot) {
   }
   r.last = copies ? own(o.loss) : o.loss;
   r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
-  r.priorities = prios.size() == 1 ? prios[0] : torch::cat(prios);
+  r.priorities = batch.priorities.defined() ? batch.priorities : prios.size() == 1 ? prios[0] : torch::cat(prios);
   after_update(r);
   return r;
 }

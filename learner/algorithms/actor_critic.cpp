@@ -9,6 +9,12 @@ Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const mo
   auto dist = out.dist.slice(0, 0, T);
   t.logp = models::log_prob(spec, dist, b.actions);
   t.log_rhos = t.logp.detach() - b.behaviour_logp;
+  if (b.advantages.defined()) {  // fixed at the start of the update (Appo::prepare, appo_minibatch = "steps")
+    t.vt.vs = b.targets;
+    t.vt.advantages = b.advantages;
+    t.vt.pg_advantages = b.advantages;
+    return t;
+  }
   auto values = out.value.detach();
   auto next_values = torch::where(b.truncated > 0.5, b.trunc_value, values.slice(0, 1, T + 1));
   auto discounts = o.gamma * (1.0 - b.terminated);

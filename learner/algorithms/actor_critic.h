@@ -16,7 +16,8 @@ namespace mpirl::learner {
 // the mean and std are population statistics, computed without gradient.
 torch::Tensor normalize_over_kept(const torch::Tensor& x, const torch::Tensor& keep);
 
-// Value-head targets, advantages and log-rhos for the batch given the policy's outputs.
+// Value-head targets, advantages and log-rhos for the batch given the policy's outputs; a batch
+// with fixed advantages and targets (TrainBatch::advantages) keeps them.
 struct Targets {
   torch::Tensor logp, log_rhos;
   kernels::VTraceReturns vt;

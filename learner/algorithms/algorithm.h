@@ -52,6 +52,8 @@ class Algorithm {
   // batch (the config checks that they divide it). The replay's new priorities come from the first pass.
   virtual int epochs() const { return 1; }
   virtual int minibatches() const { return 1; }
+  // Whether each epoch takes the batch's columns in a new random order (APPO over steps).
+  virtual bool shuffles() const { return false; }
   // The loss of one (mini)batch from the policy's outputs over it (differentiable through `out`).
   // Runs inside the (possibly captured) optimizer step: device work only, no host sync.
   virtual LossTerms loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
@@ -63,7 +65,8 @@ class Algorithm {
     return m.unroll(b.obs, b.is_init, b.state0);
   }
   // Once per update, before its optimizer steps, outside them and without gradient: what the
-  // algorithm needs of the policy as it stands (APPO with appo_proximal: b.proximal_logp).
+  // algorithm needs of the policy as it stands (APPO with appo_proximal: b.proximal_logp; over steps:
+  // the advantages and targets, then the batch flattened to one step per column).
   virtual void prepare(const envs::EnvSpec& spec, models::PolicyModel& m, TrainBatch& b, const LossOptions& o) const {}
   // Where a truncated episode bootstraps, in return units: obs [m, obs...] continuing from state
   // [m, S] (undefined without a core). Outside the optimizer step, without gradient.

@@ -22,11 +22,20 @@ LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models
 }
 
 void Appo::prepare(const envs::EnvSpec& spec, models::PolicyModel& m, TrainBatch& b, const LossOptions& o) const {
-  if (!o.appo_proximal) return;
+  if (!o.appo_proximal && !steps_) return;
   torch::NoGradGuard g;
   const int64_t T = b.rewards.size(0);
   const auto out = forward(m, b);
-  b.proximal_logp = models::log_prob(spec, out.dist.slice(0, 0, T), b.actions).to(b.behaviour_logp.scalar_type());
+  if (o.appo_proximal)
+    b.proximal_logp = models::log_prob(spec, out.dist.slice(0, 0, T), b.actions).to(b.behaviour_logp.scalar_type());
+  if (!steps_) return;
+  // PPO's order: advantages and targets from the policy as the update starts, then steps shuffled
+  // into minibatches (Trainer::update), each step's loss against these fixed values.
+  const Targets t = compute_targets(spec, b, out, o);
+  b.priorities = (t.vt.vs - out.value.slice(0, 0, T)).abs().mean(0);
+  b.advantages = t.vt.advantages;
+  b.targets = t.vt.vs;
+  b = b.flatten_steps();
 }
 
 }  // namespace mpirl::learner

@@ -11,15 +11,20 @@ namespace mpirl::learner {
 // the decoupled objective of Hilton et al. 2021 ("Batch size-invariance for policy optimization"):
 // r = pi/pi_prox, and each step's surrogate weighted by min(pi_prox/mu, vtrace.rho_bar). A stale
 // batch (a policy lag of whole updates) then starts every update with r = 1, inside the clip.
+// With learner.appo_minibatch = "steps" (Appo::prepare), PPO's order instead of whole sequences:
+// the advantages and targets are computed once, from the policy as the update starts, and the loss
+// takes them from the batch (TrainBatch::advantages, targets); the batch is flattened to one step
+// per column, which the Trainer shuffles into new minibatches every epoch (shuffles()).
 LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                     const LossOptions& o);
 
 class Appo final : public Algorithm {
  public:
-  Appo(int epochs, int minibatches) : epochs_(epochs), minibatches_(minibatches) {}
+  Appo(int epochs, int minibatches, bool steps = false) : epochs_(epochs), minibatches_(minibatches), steps_(steps) {}
   std::string name() const override { return "appo"; }
   int epochs() const override { return epochs_; }
   int minibatches() const override { return minibatches_; }
+  bool shuffles() const override { return steps_; }
   LossTerms loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                  const LossOptions& o) const override {
     return appo_loss(spec, b, out, o);
@@ -28,6 +33,7 @@ class Appo final : public Algorithm {
 
  private:
   int epochs_, minibatches_;
+  bool steps_;
 };
 
 }  // namespace mpirl::learner

@@ -14,7 +14,8 @@ std::unique_ptr<Algorithm> make_algorithm(const Config& cfg) {
   using Make = std::function<std::unique_ptr<Algorithm>(const Config&)>;
   static const std::map<std::string, Make> table = {
       {"impala", [](const Config&) { return std::make_unique<Impala>(); }},
-      {"appo", [](const Config& c) { return std::make_unique<Appo>(c.learner.appo_epochs, c.learner.appo_minibatches); }},
+      {"appo", [](const Config& c) { return std::make_unique<Appo>(c.learner.appo_epochs, c.learner.appo_minibatches,
+                                                                  c.learner.appo_minibatch == "steps"); }},
       {"r2d2", [](const Config& c) { return std::make_unique<R2D2>(c.r2d2); }},
   };
   auto it = table.find(cfg.learner.algo);

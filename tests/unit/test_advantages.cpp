@@ -1,8 +1,9 @@
 // APPO's GAE(lambda) advantages (learner.advantages = "gae", issue 41) against hand-computed values
 // and a naive float64 loop written from the paper's definition, with terminations, truncations
 // (bootstrapped from trunc_value) and the sequence end (bootstrapped from the next observation's
-// value); the APPO surrogate on them; the decoupled surrogate of learner.appo_proximal; and the
-// config check that keeps GAE away from IMPALA.
+// value); the APPO surrogate on them; the decoupled surrogate of learner.appo_proximal; PPO's
+// minibatches of shuffled steps (learner.appo_minibatch = "steps"); and the config checks that keep
+// GAE away from IMPALA and steps away from recurrent policies.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -190,6 +191,117 @@ TEST(Appo, ProximalUpdateStartsInsideTheClip) {
   };
   EXPECT_GT(first_clip_fraction(false), 0.9);
   EXPECT_EQ(first_clip_fraction(true), 0.0);
+}
+
+// learner.appo_minibatch = "steps": prepare fixes the advantages and targets from the policy as the
+// update starts (the naive GAE loop on its values), then flattens the batch to one step per column;
+// a minibatch's loss uses those fixed values even after the policy has moved.
+TEST(Appo, StepMinibatchesKeepTheAdvantagesOfTheUpdateStart) {
+  auto [cfg, spec, b, out, logp] =
+      appo_case({"learner.appo_minibatch=\"steps\"", "learner.value_norm=\"none\"", "learner.appo_minibatches=4"}, 24);
+  const int64_t T = 8, B = 5;
+  b.truncated = torch::zeros({T, B});
+  b.truncated[3][1] = 1;
+  b.truncated[6][4] = 1;
+  b.trunc_value = torch::randn({T, B});
+  auto o = loss_options(cfg);
+  ASSERT_EQ(cfg.learner.appo_minibatch, "steps");
+  torch::manual_seed(3);
+  models::Policy pol(spec, models::model_options(cfg));
+  torch::Tensor v0;
+  {
+    torch::NoGradGuard g;
+    v0 = pol->unroll(b.obs, b.is_init, torch::Tensor()).value.to(torch::kFloat64);
+  }
+  const auto adv = naive_gae(b, v0, o.gamma, 0.9);
+  const auto targets = adv + v0.slice(0, 0, T);
+  const TrainBatch orig = b;
+  Appo algo(1, 4, /*steps=*/true);
+  ASSERT_TRUE(algo.shuffles());
+  algo.prepare(spec, *pol.ptr(), b, o);
+  ASSERT_EQ(b.rewards.sizes(), (std::vector<int64_t>{1, T * B}));
+  ASSERT_EQ(b.obs.sizes(), (std::vector<int64_t>{2, T * B, 4}));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < B; ++j) {
+      const int64_t c = t * B + j;
+      ASSERT_NEAR(b.advantages[0][c].item<double>(), adv[t][j].item<double>(), 1e-5) << t << " " << j;
+      ASSERT_NEAR(b.targets[0][c].item<double>(), targets[t][j].item<double>(), 1e-5) << t << " " << j;
+      ASSERT_TRUE(torch::equal(b.obs[0][c], orig.obs[t][j]) && torch::equal(b.obs[1][c], orig.obs[t + 1][j]));
+      ASSERT_EQ(b.actions[0][c].item<int64_t>(), orig.actions[t][j].item<int64_t>());
+      ASSERT_EQ(b.behaviour_logp[0][c].item<float>(), orig.behaviour_logp[t][j].item<float>());
+    }
+  // The replay's priorities stay one per sequence: mean |target - V| over its steps.
+  ASSERT_EQ(b.priorities.numel(), B);
+  EXPECT_LT((b.priorities.to(torch::kFloat64) - adv.abs().mean(0)).abs().max().item<double>(), 1e-5);
+
+  // The policy moves (as after a first optimizer step); a minibatch of 8 steps still uses the fixed values.
+  {
+    torch::NoGradGuard g;
+    for (auto& p : pol->parameters()) p.add_(0.05 * torch::randn_like(p));
+  }
+  const auto cols = torch::tensor({3, 17, 22, 39, 0, 8, 30, 11}, torch::kInt64);
+  auto mb = b.select_batch(cols);
+  torch::NoGradGuard g;
+  auto mb_out = pol->unroll(mb.obs, mb.is_init, torch::Tensor());
+  auto l = appo_loss(spec, mb, mb_out, o);
+  auto mb_logp = models::log_prob(spec, mb_out.dist.slice(0, 0, 1), mb.actions).to(torch::kFloat64)[0];
+  auto a = adv.reshape({T * B}).index_select(0, cols), tgt = targets.reshape({T * B}).index_select(0, cols);
+  auto ratio = (mb_logp - mb.behaviour_logp[0].to(torch::kFloat64)).exp();
+  auto want_policy = -torch::min(ratio * a, ratio.clamp(0.8, 1.2) * a).mean();
+  auto want_value = 0.5 * (tgt - mb_out.value[0].to(torch::kFloat64)).square().mean();
+  EXPECT_NEAR(l.policy.item<double>(), want_policy.item<double>(), 1e-5);
+  EXPECT_NEAR(l.value.item<double>(), want_value.item<double>(), 1e-5);
+  // Advantages recomputed from the moved policy's values would give another value loss.
+  auto moved = naive_gae(orig, pol->unroll(orig.obs, orig.is_init, torch::Tensor()).value, o.gamma, 0.9);
+  EXPECT_GT((moved - adv).abs().max().item<double>(), 1e-2);
+}
+
+// The Trainer shuffles the steps into new minibatches every epoch, from the CPU generator (which
+// the learner seeds with run.seed and checkpoints): the same draws give the same parameters after
+// two updates, other draws other parameters (from the same start and batches).
+TEST(Appo, StepMinibatchesShuffleFromTheGenerator) {
+  auto params_after = [](int seed) {
+    Config cfg = load_config("", {"learner.algo=\"appo\"", "learner.appo_minibatch=\"steps\"", "learner.appo_epochs=3",
+                                  "learner.appo_minibatches=6", "learner.lr=0.01", "actor.rollout_len=6",
+                                  "learner.batch_size=4"});
+    auto spec = envs::env_spec(cfg);
+    NoReducer none;
+    torch::manual_seed(5);
+    Trainer tr(cfg, spec, torch::kCPU, none, StepMode::Eager);
+    UpdateResult r;
+    for (uint64_t k = 0; k < 2; ++k) {
+      auto b = mpirl::testing::random_batch(6, 4, spec.obs_size(), spec.num_actions, 0, 40 + k, true);
+      torch::manual_seed(seed + 10 * k);  // random_batch seeded the generator: the orders' draws
+      r = tr.update(b, {});
+    }
+    EXPECT_EQ(r.steps, 18);
+    EXPECT_EQ(r.priorities.numel(), 4);  // one per sequence, for the replay
+    return mpirl::testing::params_of(tr);
+  };
+  const auto one = params_after(1), again = params_after(1), two = params_after(2);
+  EXPECT_EQ(mpirl::testing::max_abs_diff(one, again), 0.0);
+  EXPECT_GT(mpirl::testing::max_abs_diff(one, two), 1e-4);
+}
+
+TEST(Appo, StepMinibatchesRefusedWhereTheyCannotWork) {
+  auto refused = [](std::vector<std::string> sets, const std::string& want) {
+    sets.push_back("learner.appo_minibatch=\"steps\"");
+    try {
+      cfg_with(sets);
+      ADD_FAILURE() << "no error for " << want;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  refused({"learner.algo=\"impala\""}, "'learner.appo_minibatch' = \"steps\": expected learner.algo = \"appo\"");
+  refused({"learner.algo=\"appo\"", "model.core=\"lru\""}, "expected a policy without memory");
+  refused({"learner.algo=\"appo\"", "learner.batch_size=4", "actor.rollout_len=10", "learner.appo_minibatches=16",
+           "replay.capacity=64"},
+          "learner.appo_minibatches = 16 must divide the batch's steps (learner.batch_size x actor.rollout_len = 40)");
+  // More minibatches than sequences is fine over steps (CleanRL's 32 minibatches of 64 steps).
+  EXPECT_NO_THROW(cfg_with({"learner.algo=\"appo\"", "learner.appo_minibatch=\"steps\"", "learner.batch_size=4",
+                            "actor.rollout_len=16", "learner.appo_minibatches=32", "replay.capacity=64"}));
+  EXPECT_THROW(cfg_with({"learner.appo_minibatch=\"time\""}), ConfigError);
 }
 
 TEST(Gae, RefusedForImpala) {

@@ -122,15 +122,19 @@ TEST(DeviceOptimizer, StateRoundTripsAndAMismatchIsNamed) {
 TEST(StaticStep, EqualsEagerOver50Updates) {
   // "appo+proximal": learner.appo_proximal, whose proximal_logp is sliced per minibatch and copied
   // into the static step's buffers like the batch's own fields.
-  for (const std::string variant : {"impala", "appo", "appo+proximal"})
+  // "appo+steps": learner.appo_minibatch = "steps" (fixed advantages and targets, flattened and
+  // shuffled steps; no core).
+  for (const std::string variant : {"impala", "appo", "appo+proximal", "appo+steps"})
     for (const char* core : {"none", "lru"}) {
+      const bool proximal = variant == "appo+proximal", steps = variant == "appo+steps";
+      if (steps && std::string(core) != "none") continue;
       SCOPED_TRACE(variant + " " + core);
-      const bool proximal = variant == "appo+proximal";
-      const std::string algo = proximal ? "appo" : variant;
+      const std::string algo = proximal || steps ? "appo" : variant;
       Config cfg = load_config("", {"learner.algo=\"" + algo + "\"", std::string("model.core=\"") + core + "\"",
                                     "model.core_state=4", "model.core_size=8", "learner.appo_minibatches=2",
                                     "learner.appo_epochs=2", "learner.lr=0.003",
-                                    std::string("learner.appo_proximal=") + (proximal ? "true" : "false")});
+                                    std::string("learner.appo_proximal=") + (proximal ? "true" : "false"),
+                                    std::string("learner.appo_minibatch=") + (steps ? "\"steps\"" : "\"sequences\"")});
       auto spec = envs::env_spec(cfg);
       NoReducer none;
       const int64_t T = 6, B = 8, D = spec.obs_size(), A = spec.num_actions, S = models::state_size(cfg, spec);
@@ -143,7 +147,9 @@ TEST(StaticStep, EqualsEagerOver50Updates) {
       ASSERT_EQ(max_abs_diff(start, params_of(fixed)), 0.0);
       for (uint64_t k = 0; k < 50; ++k) {
         auto b1 = random_batch(T, B, D, A, S, 100 + k, k % 2 == 1), b2 = random_batch(T, B, D, A, S, 100 + k, k % 2 == 1);
+        torch::manual_seed(k);  // the same shuffled orders for both (appo+steps)
         auto r1 = eager.update(b1, {});
+        torch::manual_seed(k);
         auto r2 = fixed.update(b2, {});
         ASSERT_EQ(r1.steps, r2.steps);
         EXPECT_LT((r1.priorities - r2.priorities).abs().max().item<double>(), 1e-4) << k;
