@@ -52,10 +52,7 @@ TrainBatch TrainBatch::flatten_steps() const {
     shape.insert(shape.begin(), 1);
     return t.slice(0, from, from + T).reshape(shape);
   };
-  auto step = [&](const torch::Tensor& t) {
-    if (t.size(0) == T) return row(t, 0);
-    return torch::cat({row(t, 0), row(t, 1)});  // [T+1, B]: this step's and the next one's
-  };
+  auto step = [&](const torch::Tensor& t) { return row(t, 0); };  // obs, is_init [T+1, B]: this step's only
   auto column = [&](const torch::Tensor& t) {  // [B] -> [T x B]: each step keeps its sequence's value
     return t.unsqueeze(0).expand({T, B}).reshape({T * B});
   };

@@ -27,7 +27,8 @@ struct TrainBatch {
   TrainBatch slice_batch(int64_t begin, int64_t end) const;  // columns [begin, end)
   TrainBatch select_batch(const torch::Tensor& columns) const;  // columns in this order (int64 [n])
   // Every step as a sequence of its own: T = 1, B = T x B (step t of column b at column t B + b), obs
-  // and is_init [2, T x B] (the step's and the next). Only for policies without a core.
+  // and is_init [1, T x B] too: no next observation, so only for a batch whose advantages and targets
+  // are already fixed (APPO's appo_minibatch = "steps"), of a policy without a core.
   TrainBatch flatten_steps() const;
 };
 

@@ -185,6 +185,14 @@ void Trainer::after_update(UpdateResult& r) {
   r.value_sigma = popart_->sigma();
 }
 
+namespace {
+// A random order of B columns from the CPU generator, on `device` (one pinned, asynchronous copy).
+torch::Tensor shuffle_order_on(int64_t B, torch::Device device) {
+  auto order = torch::randperm(B, torch::kLong);
+  return device.is_cuda() ? order.pin_memory().to(device, /*non_blocking=*/true) : order;
+}
+}  // namespace
+
 UpdateResult Trainer::update(TrainBatch& received, const BootInputs& boot) {
   model_->train();
   if (obs_norm_.enabled()) obs_norm_.update(received.obs.slice(0, 0, received.rewards.size(0)));
@@ -202,8 +210,7 @@ UpdateResult Trainer::update(TrainBatch& received, const BootInputs& boot) {
   for (int ep = 0; ep < algo_->epochs(); ++ep) {
     // The order comes from the CPU generator (seeded by run.seed, saved with the learner's state), so
     // a resumed run and the self-check's repeated update draw the same orders.
-    const TrainBatch& order = algo_->shuffles() ? shuffled = batch.select_batch(torch::randperm(B, torch::kLong))
-                                                : batch;
+    const TrainBatch& order = algo_->shuffles() ? shuffled = batch.select_batch(shuffle_order_on(B, device_)) : batch;
     for (int64_t s = 0; s < B; s += mb) {
       // A static step copies the slice into its buffers; one minibatch is the batch itself.
       o = step(mb == B ? order : order.slice_batch(s, s + mb));

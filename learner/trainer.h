@@ -67,8 +67,9 @@ class Trainer {
   // One update on `batch`: the algorithm's epochs x minibatches optimizer steps (IMPALA: one;
   // APPO: learner.appo_epochs x learner.appo_minibatches). With
   // model.obs_norm the observation statistics take in the batch first; with PopArt its statistics
-  // take in the value targets of the last step after it.
-  UpdateResult update(TrainBatch& batch, const BootInputs& boot);
+  // take in the value targets of the last step after it. `received` gets its trunc_value; the
+  // algorithm's prepare() works on a copy (it may reshape it).
+  UpdateResult update(TrainBatch& received, const BootInputs& boot);
   // The schedules' position: f = env steps / step budget (learner/schedule.h). Every learner must
   // call it with the same f (learner.cpp agrees on the env steps).
   void set_progress(double f);

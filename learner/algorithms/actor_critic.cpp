@@ -9,7 +9,9 @@ Targets compute_targets(const envs::EnvSpec& spec, const TrainBatch& b, const mo
   auto dist = out.dist.slice(0, 0, T);
   t.logp = models::log_prob(spec, dist, b.actions);
   t.log_rhos = t.logp.detach() - b.behaviour_logp;
-  if (b.advantages.defined()) {  // fixed at the start of the update (Appo::prepare, appo_minibatch = "steps")
+  // Fixed at the start of the update (Appo::prepare, appo_minibatch = "steps"): APPO's advantages
+  // (IMPALA, whose policy gradient takes V-trace's pg_advantages, refuses such a batch).
+  if (b.advantages.defined()) {
     t.vt.vs = b.targets;
     t.vt.advantages = b.advantages;
     t.vt.pg_advantages = b.advantages;

@@ -49,7 +49,8 @@ class Algorithm {
   virtual ~Algorithm() = default;
   virtual std::string name() const = 0;
   // Optimizer steps per update: `epochs()` passes over `minibatches()` equal column slices of the
-  // batch (the config checks that they divide it). The replay's new priorities come from the first pass.
+  // batch (the config checks that they divide it). The replay's new priorities come from the first
+  // pass, or from prepare() where it sets TrainBatch::priorities.
   virtual int epochs() const { return 1; }
   virtual int minibatches() const { return 1; }
   // Whether each epoch takes the batch's columns in a new random order (APPO over steps).

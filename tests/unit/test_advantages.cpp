@@ -220,16 +220,31 @@ TEST(Appo, StepMinibatchesKeepTheAdvantagesOfTheUpdateStart) {
   ASSERT_TRUE(algo.shuffles());
   algo.prepare(spec, *pol.ptr(), b, o);
   ASSERT_EQ(b.rewards.sizes(), (std::vector<int64_t>{1, T * B}));
-  ASSERT_EQ(b.obs.sizes(), (std::vector<int64_t>{2, T * B, 4}));
+  ASSERT_EQ(b.obs.sizes(), (std::vector<int64_t>{1, T * B, 4}));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < B; ++j) {
       const int64_t c = t * B + j;
       ASSERT_NEAR(b.advantages[0][c].item<double>(), adv[t][j].item<double>(), 1e-5) << t << " " << j;
       ASSERT_NEAR(b.targets[0][c].item<double>(), targets[t][j].item<double>(), 1e-5) << t << " " << j;
-      ASSERT_TRUE(torch::equal(b.obs[0][c], orig.obs[t][j]) && torch::equal(b.obs[1][c], orig.obs[t + 1][j]));
+      ASSERT_TRUE(torch::equal(b.obs[0][c], orig.obs[t][j]));
       ASSERT_EQ(b.actions[0][c].item<int64_t>(), orig.actions[t][j].item<int64_t>());
       ASSERT_EQ(b.behaviour_logp[0][c].item<float>(), orig.behaviour_logp[t][j].item<float>());
     }
+  // A prioritized replay's weights and a policy-lag mask follow each step's sequence.
+  {
+    TrainBatch masked = orig;
+    masked.weights = torch::tensor({0.5, 1.5, 0.75, 1.0, 2.0}, torch::kFloat32);
+    masked.keep = torch::tensor({1.0, 0.0, 1.0, 1.0, 0.0}, torch::kFloat32);
+    masked.advantages = torch::zeros({T, B});
+    masked.targets = torch::zeros({T, B});
+    const auto f = masked.flatten_steps();
+    ASSERT_EQ(f.keep.numel(), T * B);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < B; ++j) {
+        EXPECT_EQ(f.weights[t * B + j].item<float>(), masked.weights[j].item<float>()) << t << " " << j;
+        EXPECT_EQ(f.keep[t * B + j].item<float>(), masked.keep[j].item<float>()) << t << " " << j;
+      }
+  }
   // The replay's priorities stay one per sequence: mean |target - V| over its steps.
   ASSERT_EQ(b.priorities.numel(), B);
   EXPECT_LT((b.priorities.to(torch::kFloat64) - adv.abs().mean(0)).abs().max().item<double>(), 1e-5);
