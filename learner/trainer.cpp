@@ -208,8 +208,8 @@ UpdateResult Trainer::update(TrainBatch& received, const BootInputs& boot) {
   StepOut o;
   TrainBatch shuffled;
   for (int ep = 0; ep < algo_->epochs(); ++ep) {
-    // The order comes from the CPU generator (seeded by run.seed, saved with the learner's state), so
-    // a resumed run and the self-check's repeated update draw the same orders.
+    // The order comes from the CPU generator (seeded by run.seed; its state is saved with the
+    // learner's and restored on resume), so the self-check's repeated update draws the same orders.
     const TrainBatch& order = algo_->shuffles() ? shuffled = batch.select_batch(shuffle_order_on(B, device_)) : batch;
     for (int64_t s = 0; s < B; s += mb) {
       // A static step copies the slice into its buffers; one minibatch is the batch itself.
