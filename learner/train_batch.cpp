@@ -45,14 +45,12 @@ TrainBatch TrainBatch::select_batch(const torch::Tensor& columns) const {
 TrainBatch TrainBatch::flatten_steps() const {
   MPIRL_CHECK(!state0.defined(), "TrainBatch::flatten_steps: a batch with core states (steps need their sequence)");
   const int64_t T = rewards.size(0), B = rewards.size(1);
-  auto row = [&](const torch::Tensor& t, int64_t from) {  // steps [from, from + T) as one row [1, T x B, ...]
+  auto step = [&](const torch::Tensor& t) {  // [T(+1), B, ...] -> [1, T x B, ...] (obs, is_init: step t's own)
     auto shape = t.sizes().vec();
-    shape.erase(shape.begin());
-    shape[0] = T * B;
-    shape.insert(shape.begin(), 1);
-    return t.slice(0, from, from + T).reshape(shape);
+    shape.erase(shape.begin(), shape.begin() + 2);
+    shape.insert(shape.begin(), {1, T * B});
+    return t.slice(0, 0, T).reshape(shape);
   };
-  auto step = [&](const torch::Tensor& t) { return row(t, 0); };  // obs, is_init [T+1, B]: this step's only
   auto column = [&](const torch::Tensor& t) {  // [B] -> [T x B]: each step keeps its sequence's value
     return t.unsqueeze(0).expand({T, B}).reshape({T * B});
   };

@@ -216,7 +216,8 @@ UpdateResult Trainer::update(TrainBatch& received, const BootInputs& boot) {
       o = step(mb == B ? order : order.slice_batch(s, s + mb));
       algo_->after_step();
       ++r.steps;
-      if (ep == 0) prios.push_back(copies ? o.loss.priorities.clone() : o.loss.priorities);
+      if (ep == 0 && !batch.priorities.defined())  // otherwise prepare() computed them
+        prios.push_back(copies ? o.loss.priorities.clone() : o.loss.priorities);
     }
   }
   r.last = copies ? own(o.loss) : o.loss;
