@@ -51,6 +51,8 @@ Actor::Actor(const Config& cfg, const Comms& comms, int64_t segment)
     policy_ = std::make_unique<LocalPolicy>(cfg, comms, spec_, groups_, act_seed);
   priority_ = priority_options(cfg);
   credits_ = cfg.actor.max_inflight;
+  if (cfg.actor.synchronous)  // (make_layout refused a share that is not whole rollouts)
+    turn_quota_ = int64_t(cfg.learner.batch_size) * comms.layout.learners / (int64_t(comms.layout.actors()) * E_);
   size_t payload = wire::payload_bytes(layout_->arrays(E_, true, E_ * T_));
   slots_.resize(size_t(cfg.actor.max_inflight));
   for (auto& s : slots_) s.buf.resize(wire::kHeaderRegion + payload);
@@ -77,6 +79,7 @@ void Actor::run() {
   size_t k = 0;
   int64_t t0 = 0;  // the first rollout repeats nothing
   while (!stop_) {
+    if (!take_turn()) break;
     if (!collect(*s, t0)) break;
     send(*s);
     Slot* next = &slots_[++k % slots_.size()];
@@ -122,6 +125,25 @@ bool Actor::wait_for(Slot& s) {
     if (done && zdone && credits_ > 0) return true;
     b.idle();
   }
+}
+
+// actor.synchronous: an actor starts at most turn_quota_ rollouts with one version of the
+// parameters (its share of the learners' next batch), then waits for a newer version, which the
+// learners publish once that batch is learned: every sequence is collected by the parameters that
+// learn from it. False when stopping.
+bool Actor::take_turn() {
+  if (turn_quota_ == 0) return true;
+  for (Backoff b; policy_->version() == turn_version_ && turn_count_ >= turn_quota_; b.idle()) {
+    poll_ctl();
+    if (!policy_->poll()) stop_ = true;
+    if (stop_) return false;
+  }
+  if (policy_->version() != turn_version_) {
+    turn_version_ = policy_->version();
+    turn_count_ = 0;
+  }
+  ++turn_count_;
+  return true;
 }
 
 void Actor::send(Slot& s) {

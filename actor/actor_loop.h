@@ -50,6 +50,7 @@ class Actor {
   // The replay's credits and control messages, sends, the stop (actor.cpp).
   bool poll_ctl();
   bool wait_for(Slot& s);
+  bool take_turn();
   void send(Slot& s);
   void finish();
   // Stepping the env groups into a slot from step t0 (collect_rollout.cpp): 0 for an actor's first
@@ -73,6 +74,9 @@ class Actor {
   std::vector<float> overlap_state_;  // [E, S]: each env's core state before step T - O (the next state0)
   MsgBuffer ctl_;  // the posted receive of the replay's control messages (4 KiB)
   int credits_ = 0;
+  // actor.synchronous: rollouts per parameter version (0: no limit), the version of the rollouts
+  // counted and how many have started with it.
+  int64_t turn_quota_ = 0, turn_version_ = -1, turn_count_ = 0;
   int64_t min_version_ = -1;
   std::vector<int64_t> step_version_;  // [T]: the oldest parameters' version behind each step of the rollout
   uint64_t seq_ = 0;

@@ -118,6 +118,14 @@ Layout make_layout(const Config& cfg, int world_size, const std::vector<std::str
             "roles.replays = {}: replay shard {} (rank {}) gets no actor: there are fewer actor ranks than shards "
             "to share among them. Start more ranks or fewer shards",
             K, k, l.replay_ranks_[size_t(k)]));
+    // actor.synchronous: every actor sends the same whole number of rollouts per update.
+    const int64_t per_update = int64_t(cfg.learner.batch_size) * L, per_round = int64_t(l.actors()) * cfg.env.num_envs;
+    if (cfg.actor.synchronous && per_update % per_round != 0)
+      throw ConfigError(fmt::format(
+          "actor.synchronous = true: an update takes learner.batch_size x learners = {} x {} = {} sequences, which "
+          "{} actor rank(s) x env.num_envs = {} x {} = {} cannot share in whole rollouts; make it a multiple of {} "
+          "(learner.batch_size, env.num_envs or the number of ranks)",
+          cfg.learner.batch_size, L, per_update, l.actors(), l.actors(), cfg.env.num_envs, per_round, per_round));
     return l;
   };
   if (!central) return finish();

@@ -39,6 +39,9 @@ struct Config {
     int env_groups = 1;               // envs split into groups stepped in turn (central: overlapped)
     std::string compress_obs = "auto";  // "auto" (zstd for uint8 images) | "zstd" | "none" (comm/rollout_codec.h)
     int compress_level = 1;             // zstd level of compressed observations
+    // Each actor collects its share of the learners' next batch with one version of the parameters,
+    // then waits for the next version (actor/actor.cpp: take_turn): policy lag 0, as synchronous PPO.
+    bool synchronous = false;
   } actor;
   struct Replay {
     int capacity = 1;

@@ -125,6 +125,30 @@ void cross_validate(const Config& c) {
       bad(fmt::format("{}learner.appo_minibatches = {} must divide the batch's steps (learner.batch_size x "
                       "actor.rollout_len = {})", key, c.learner.appo_minibatches, steps));
   }
+  if (c.actor.synchronous) {
+    // Every batch must be exactly the sequences the actors collected for it: otherwise a learner
+    // waits for sequences that actors waiting for its parameters never send.
+    const std::string key = "config key 'actor.synchronous' = true: ";
+    if (c.learner.algo == "r2d2")
+      bad(key + "expected learner.algo = \"appo\" or \"impala\" (R2D2 learns from a replay of old sequences)");
+    if (c.replay.selector != "fifo" || c.replay.max_times_sampled != 1 || c.replay.samples_per_insert != 0)
+      bad(key + "expected the replay as a queue (replay.selector = \"fifo\", replay.max_times_sampled = 1, "
+                "replay.samples_per_insert = 0): each batch is the sequences collected for it, each taken once");
+    if (c.replay.min_size_to_sample > c.learner.batch_size)
+      bad(fmt::format("{}expected replay.min_size_to_sample = {} to be at most learner.batch_size = {} (0: the batch "
+                      "size): the actors send one batch per update", key, c.replay.min_size_to_sample,
+                      c.learner.batch_size));
+    if (c.learner.publish_interval != 1)
+      bad(fmt::format("{}expected learner.publish_interval = 1 (it is {}): the actors wait for the parameters of "
+                      "every update", key, c.learner.publish_interval));
+    if (c.learner.frozen)
+      bad(key + "learner.frozen = true never makes new parameters for the actors to wait for");
+    if (c.actor.inference != "local")
+      bad(key + "expected actor.inference = \"local\" (the actors must see the parameters' version they act with)");
+    if (c.roles.replays != 1)
+      bad(fmt::format("{}expected roles.replays = 1 (it is {}): the shards would each hold part of a batch", key,
+                      c.roles.replays));
+  }
   if (c.learner.algo == "r2d2" && c.learner.value_norm != "none")
     bad("config key 'learner.value_norm' = \"popart\": learner.algo = \"r2d2\" needs \"none\" (its Q-values are "
         "rescaled by h instead: r2d2.rescale_eps)");

@@ -7,6 +7,7 @@
   prioritized_two_learners      one prioritized replay for 2 learners: priorities, stale updates, the ratio
   recurrent_appo                a scan core (LRU) with APPO, and `mpirl eval` of it
   policy_lag_drop               items too many updates old are dropped from the loss, and counted
+  synchronous_actors            actor.synchronous: every sequence learned by the parameters that collected it
 Run one: jobs_test.py --mpirl build/mpirl CASE"""
 import glob
 import json
@@ -145,6 +146,23 @@ def case_policy_lag_drop(args):
     lc = s["learner_counts"]
     check(lc["too_old"] > 0 and lc["trained"] > 0, f"dropped {lc['too_old']} too-old sequences, trained on {lc['trained']}")
     check(lc["lag_unknown"] == 0, "every item's lag is known in a run without a restore")
+
+
+def case_synchronous_actors(args):
+    # actor.synchronous: 2 actors x 8 envs share each 32-sequence batch (2 rollouts each per
+    # parameter version), so every item is trained on at policy lag 0. Without the wait the actors
+    # run a queue of 64 sequences ahead of the learner (lag 1-2 on this set-up).
+    p, dt, d = run(args, 4, ["learner.algo=appo", "learner.batch_size=32", "env.num_envs=8", "actor.rollout_len=32",
+                             "replay.capacity=64", "actor.synchronous=true", "run.total_env_steps=60000",
+                             "run.log_interval_s=0.5"], 240)
+    s = finished_run(p, d, 60000)
+    rows = [json.loads(line) for line in open(os.path.join(d, "metrics.jsonl"))]
+    lags = [r["policy_lag_max"] for r in rows if r.get("learner_updates", 0) > 0]
+    check(lags and max(lags) == 0 and s["policy_lag_max"] == 0,
+          f"every sequence trained at policy lag 0 ({len(lags)} rows, largest {max(lags) if lags else None})")
+    lc = s["learner_counts"]
+    check(lc["too_old"] == 0 and lc["trained"] == 32 * s["learner_updates"],
+          f"{lc['trained']} sequences trained in {s['learner_updates']} updates of 32")
 
 
 if __name__ == "__main__":

@@ -115,6 +115,50 @@ TEST(Config, WorldSizeTooSmallNamesTheRankCount) {
   EXPECT_EQ(l.role_of(5), Role::Actor);
 }
 
+// actor.synchronous: refused where a learner could wait for sequences that waiting actors never
+// send, and where the actors cannot share a batch in whole rollouts (the layout knows the actors).
+TEST(Config, SynchronousActorsNeedAQueueAndWholeShares) {
+  const std::vector<std::string> base = {"learner.algo=appo", "learner.batch_size=32", "env.num_envs=8",
+                                         "replay.capacity=64", "actor.synchronous=true"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), base.begin(), base.end());
+    return config_error("", more);
+  };
+  EXPECT_EQ(with({}), "");
+  for (const auto& [set, names] : std::vector<std::pair<std::string, std::string>>{
+           {"replay.selector=\"uniform\"", "replay.selector"},
+           {"replay.max_times_sampled=2", "replay.max_times_sampled"},
+           {"replay.samples_per_insert=1.0", "replay.samples_per_insert"},
+           {"replay.min_size_to_sample=40", "replay.min_size_to_sample = 40"},
+           {"learner.publish_interval=2", "learner.publish_interval = 1 (it is 2)"},
+           {"learner.frozen=true", "learner.frozen"},
+           {"actor.inference=\"central\"", "actor.inference"},
+           {"roles.replays=2", "roles.replays = 1 (it is 2)"}}) {
+    const std::string m = with({set});
+    EXPECT_NE(m.find("'actor.synchronous' = true"), std::string::npos) << set << ": " << m;
+    EXPECT_NE(m.find(names), std::string::npos) << set << ": " << m;
+  }
+  EXPECT_NE(with({"learner.algo=r2d2", "learner.value_norm=\"none\"", "model.core=\"lru\"", "actor.rollout_len=80"})
+                .find("'actor.synchronous' = true: expected learner.algo"),
+            std::string::npos);
+  // 32 sequences per update: 2 actors x 8 envs share it (2 rollouts each), 3 actors cannot.
+  const auto c = load_config("", base);
+  EXPECT_EQ(make_layout(c, 4).actors(), 2);
+  try {
+    make_layout(c, 5);
+    FAIL() << "3 actors x 8 envs accepted for 32 sequences";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("actor.synchronous = true"), std::string::npos) << m;
+    EXPECT_NE(m.find("multiple of 24"), std::string::npos) << m;
+  }
+  EXPECT_EQ(make_layout(load_config("", {"learner.algo=appo", "learner.batch_size=32", "env.num_envs=8",
+                                         "replay.capacity=64"}),
+                        5)
+                .actors(),
+            3);  // (without it, any split)
+}
+
 TEST(RunFiles, AtomicWritesReplaceWholeFilesAndNameTheFailure) {
   // POSIX calls only: LibTorch exports its own std::filesystem::remove_all/directory_iterator.
   const std::string dir = "/tmp/mpirl-atomic-" + std::to_string(::getpid());
