@@ -51,6 +51,7 @@ Actor::Actor(const Config& cfg, const Comms& comms, int64_t segment)
     policy_ = std::make_unique<LocalPolicy>(cfg, comms, spec_, groups_, act_seed);
   priority_ = priority_options(cfg);
   credits_ = cfg.actor.max_inflight;
+  if (cfg.actor.reward_norm) reward_norm_ = std::make_unique<RewardNormalizer>(E_, cfg.learner.gamma);
   if (cfg.actor.synchronous)  // (make_layout refused a share that is not whole rollouts)
     turn_quota_ = int64_t(cfg.learner.batch_size) * comms.layout.learners / (int64_t(comms.layout.actors()) * E_);
   size_t payload = wire::payload_bytes(layout_->arrays(E_, true, E_ * T_));

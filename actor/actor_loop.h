@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actor/group_policy.h"
+#include "actor/reward_norm.h"
 #include "actor/sequence_priority.h"
 #include "comm/ranks.h"
 #include "comm/rollout_codec.h"
@@ -82,6 +83,7 @@ class Actor {
   uint64_t seq_ = 0;
   int64_t env_steps_sent_ = 0;  // counted here; the replay and the learners count their own
   PriorityOptions priority_;  // R2D2's actor-computed initial priorities (actor/sequence_priority.h)
+  std::unique_ptr<RewardNormalizer> reward_norm_;  // actor.reward_norm, else null
   std::unique_ptr<ObsCodec> codec_;  // compressed observations (actor.compress_obs), else null
   bool stop_ = false, done_acked_ = false;
 };

@@ -63,6 +63,7 @@ bool Actor::collect(Slot& s, int64_t t0) {
                      spec_.discrete ? nullptr : static_cast<const float*>(policy_->actions(int(g))), o);
       for (int64_t e = 0; e < n; ++e)
         if (o.truncated[e * T_] && !o.terminated[e * T_]) record_truncation(s, int(g), first + e, t);
+      if (reward_norm_) reward_norm_->step(first, n, o.reward, o.terminated, o.truncated, T_);
       // Central inference: this group's next observations go out now, while the others step.
       policy_->observed(int(g), obs_row(s, first, t + 1), (T_ + 1) * D, init + first * (T_ + 1) + t + 1, T_ + 1);
     }

@@ -12,8 +12,10 @@ Usage: bench/results_page.py [--plots] [--check]
 import argparse
 import csv
 import os
+import shlex
 import statistics
 import sys
+import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from learning import num  # noqa: E402
@@ -45,6 +47,31 @@ def env_of(task):
         if s.startswith("env.id="):
             return s.split("=", 1)[1].strip('"') + (f" (env.kwargs = {kw[0]})" if kw else "")
     return task
+
+
+def overrides(command, config, task):
+    """The `--set` keys of a recorded command that change the suite's config (beyond what
+    bench/learning.py sets for every run: env.id, run.*, replay.dump and the task's own keys), as
+    "key=value" strings: a row made before the config changed names what it ran with instead."""
+    with open(os.path.join(ROOT, "configs", config), "rb") as f:
+        cfg = tomllib.load(f)
+    words, out = shlex.split(command), []
+    task_keys = {kv.split("=", 1)[0] for kv in SUITE_TASKS[task][1]}
+    for i, w in enumerate(words[:-1]):
+        if w != "--set" or "=" not in words[i + 1]:
+            continue
+        kv = words[i + 1]
+        key, value = kv.split("=", 1)
+        if key.startswith("run.") or key in ("env.id", "replay.dump") or key in task_keys:
+            continue
+        section, name = key.split(".", 1)
+        try:
+            same = tomllib.loads(f"v = {value}")["v"] == cfg.get(section, {}).get(name)
+        except tomllib.TOMLDecodeError:
+            same = value == cfg.get(section, {}).get(name)
+        if not same:
+            out.append(kv)
+    return out
 
 
 def mean_std(vals):
@@ -86,15 +113,22 @@ def suite_section(suite, rows):
                    f"{ref_wall} | {med(rs, 'wall_time_s', '{:.0f} s')} | {med(rs, 'sps')} |")
     if missing:
         out += ["", "Not run yet: " + ", ".join(missing) + "."]
+    changed = sorted({t for r in rows for t in [r["task"]] if overrides(r["command"], config, t)})
+    if changed:
+        out += ["", "Runs of " + ", ".join(env_of(t) for t in changed) + " set keys that differ from the "
+                f"config as it is now (`configs/{config}` changed after them): the table below names them; "
+                "their commands reproduce them."]
     out += ["", "Every run:", "", "| env | seed | return (last 100 episodes) | steps to reference | time to reference "
             "| env steps | wall | env steps/s |", "|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (SUITES[suite].index(r["task"]), r["seed"])):
         tts = "-" if r["time_to_threshold_s"] is None else f"{r['time_to_threshold_s']:.0f} s"
-        out.append(f"| {env_of(r['task'])} | {r['seed']}{'' if r['seed'] in TUNING else ' (held out)'} | "
+        ov = overrides(r["command"], config, r["task"])
+        note = ", ".join(([] if r["seed"] in TUNING else ["held out"]) + [f"`{o}`" for o in ov])
+        out.append(f"| {env_of(r['task'])} | {r['seed']}{f' ({note})' if note else ''} | "
                    f"{r['final_mean_return']:.1f} | {'-' if r['steps_to_threshold'] is None else r['steps_to_threshold']} | "
                    f"{tts} | {r['env_steps']} | {r['wall_time_s']:.0f} s | {r['sps']:.0f} |")
     machines = sorted({r["machine"] for r in rows if r.get("machine")})
-    out += ["", "Machine: " + "; ".join(machines) + ". Runs were made one or two at a time, so wall time and "
+    out += ["", "Machine: " + "; ".join(machines) + ". Runs were made one to five at a time, so wall time and "
             "env steps/s vary with what ran beside them.", "",
             f"![Return against env steps, every run](images/results-{suite}.png)", "",
             "The commands (also in the CSV's `command` column):", "", "```"]

@@ -42,6 +42,8 @@ struct Config {
     // Each actor collects its share of the learners' next batch with one version of the parameters,
     // then waits for the next version (actor/actor.cpp: take_turn): policy lag 0, as synchronous PPO.
     bool synchronous = false;
+    // Rewards divided by a running standard deviation of the discounted return (actor/reward_norm.h).
+    bool reward_norm = false;
   } actor;
   struct Replay {
     int capacity = 1;

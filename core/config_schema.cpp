@@ -60,6 +60,7 @@ const Schema& schema() {
     m["actor.threads"] = int_field(1, 256, [](Config& c, int64_t v) { c.actor.threads = int(v); });
     m["actor.param_tests"] = int_field(0, 4096, [](Config& c, int64_t v) { c.actor.param_tests = int(v); });
     m["actor.inference"] = string_field({"local", "central"}, [](Config& c, std::string v) { c.actor.inference = v; });
+    m["actor.reward_norm"] = bool_field([](Config& c, bool v) { c.actor.reward_norm = v; });
     m["actor.synchronous"] = bool_field([](Config& c, bool v) { c.actor.synchronous = v; });
     m["actor.env_groups"] = int_field(1, 1024, [](Config& c, int64_t v) { c.actor.env_groups = int(v); });
     m["actor.compress_obs"] = string_field({"auto", "zstd", "none"}, [](Config& c, std::string v) { c.actor.compress_obs = v; });
