@@ -1,6 +1,7 @@
 #pragma once
 // actor.reward_norm: each reward divided by a running estimate of the standard deviation of the
-// discounted return, as gymnasium's NormalizeReward does for CleanRL's PPO on MuJoCo. Per env the
+// discounted return, as gym's NormalizeReward did before gymnasium 0.27 for CleanRL's PPO on MuJoCo
+// (gymnasium 0.27 on restarts G only at a termination, before adding its reward). Per env the
 // actor keeps G = gamma G + r (0 again after an episode ends); after each step of a group of envs
 // their G update a running mean and variance over every G so far (the parallel-variance update of
 // RunningMeanStd, from count 1e-4, mean 0, variance 1), and their rewards become

@@ -148,6 +148,12 @@ void cross_validate(const Config& c) {
     if (c.roles.replays != 1)
       bad(fmt::format("{}expected roles.replays = 1 (it is {}): the shards would each hold part of a batch", key,
                       c.roles.replays));
+    if (c.roles.learners != 1)
+      bad(fmt::format("{}expected roles.learners = 1 (it is {}): the replay serves the learners' requests in the "
+                      "order they come, so one learner could take two batches of a version and the other none",
+                      key, c.roles.learners));
+    if (!c.replay.restore.empty())
+      bad(key + "expected no replay.restore: the restored sequences would make every later batch part old");
   }
   if (c.learner.algo == "r2d2" && c.learner.value_norm != "none")
     bad("config key 'learner.value_norm' = \"popart\": learner.algo = \"r2d2\" needs \"none\" (its Q-values are "

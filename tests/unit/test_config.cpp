@@ -133,7 +133,9 @@ TEST(Config, SynchronousActorsNeedAQueueAndWholeShares) {
            {"learner.publish_interval=2", "learner.publish_interval = 1 (it is 2)"},
            {"learner.frozen=true", "learner.frozen"},
            {"actor.inference=\"central\"", "actor.inference"},
-           {"roles.replays=2", "roles.replays = 1 (it is 2)"}}) {
+           {"roles.replays=2", "roles.replays = 1 (it is 2)"},
+           {"roles.learners=2", "roles.learners = 1 (it is 2)"},
+           {"replay.restore=\"old.h5\"", "replay.restore"}}) {
     const std::string m = with({set});
     EXPECT_NE(m.find("'actor.synchronous' = true"), std::string::npos) << set << ": " << m;
     EXPECT_NE(m.find(names), std::string::npos) << set << ": " << m;
