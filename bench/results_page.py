@@ -113,7 +113,7 @@ def suite_section(suite, rows):
                    f"{ref_wall} | {med(rs, 'wall_time_s', '{:.0f} s')} | {med(rs, 'sps')} |")
     if missing:
         out += ["", "Not run yet: " + ", ".join(missing) + "."]
-    changed = sorted({t for r in rows for t in [r["task"]] if overrides(r["command"], config, t)})
+    changed = sorted({r["task"] for r in rows if overrides(r["command"], config, r["task"])})
     if changed:
         out += ["", "Runs of " + ", ".join(env_of(t) for t in changed) + " set keys that differ from the "
                 f"config as it is now (`configs/{config}` changed after them): the table below names them; "
