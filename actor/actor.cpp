@@ -113,19 +113,26 @@ bool Actor::poll_ctl() {
   return true;
 }
 
-// Waits until slot `s` is free to fill and a send credit is available; false when stopping.
-bool Actor::wait_for(Slot& s) {
-  Backoff b;
-  for (;;) {
+// Serves the replay's control messages and the parameters, backing off, until `done()` holds;
+// false when stopping.
+template <class Done>
+bool Actor::wait_until(Done done) {
+  for (Backoff b;; b.idle()) {
     poll_ctl();
     if (!policy_->poll()) stop_ = true;
     if (stop_) return false;
+    if (done()) return true;
+  }
+}
+
+// Waits until slot `s` is free to fill and a send credit is available; false when stopping.
+bool Actor::wait_for(Slot& s) {
+  return wait_until([&] {
     int done = 1, zdone = 1;
     if (s.req != MPI_REQUEST_NULL) MPIRL_MPI(MPI_Test(&s.req, &done, MPI_STATUS_IGNORE));
     if (s.z.req != MPI_REQUEST_NULL) MPIRL_MPI(MPI_Test(&s.z.req, &zdone, MPI_STATUS_IGNORE));
-    if (done && zdone && credits_ > 0) return true;
-    b.idle();
-  }
+    return done && zdone && credits_ > 0;
+  });
 }
 
 // actor.synchronous: an actor starts at most turn_quota_ rollouts with one version of the
@@ -134,11 +141,9 @@ bool Actor::wait_for(Slot& s) {
 // learn from it. False when stopping.
 bool Actor::take_turn() {
   if (turn_quota_ == 0) return true;
-  for (Backoff b; policy_->version() == turn_version_ && turn_count_ >= turn_quota_; b.idle()) {
-    poll_ctl();
-    if (!policy_->poll()) stop_ = true;
-    if (stop_) return false;
-  }
+  if (policy_->version() == turn_version_ && turn_count_ >= turn_quota_ &&
+      !wait_until([&] { return policy_->version() != turn_version_; }))
+    return false;
   if (policy_->version() != turn_version_) {
     turn_version_ = policy_->version();
     turn_count_ = 0;

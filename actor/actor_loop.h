@@ -50,6 +50,8 @@ class Actor {
 
   // The replay's credits and control messages, sends, the stop (actor.cpp).
   bool poll_ctl();
+  template <class Done>
+  bool wait_until(Done done);
   bool wait_for(Slot& s);
   bool take_turn();
   void send(Slot& s);
