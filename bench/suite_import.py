@@ -9,12 +9,15 @@ Usage: bench/suite_import.py --out bench/results/suites/mujoco --task mujoco_hop
 
 With --results DIR it merges every row of another `bench/learning.py --out DIR` invocation instead
 (seeds run apart, e.g. the held-out ones), with their curves; paths inside this checkout in the
-recorded commands become relative to it, and DIR's runs/ becomes bench/out/SUITE/runs.
+recorded commands become relative to it, DIR's runs/ becomes bench/out/SUITE/runs, and a copy of
+the binary run from elsewhere (a queue runs a copy, so that a rebuild cannot change it mid-queue)
+becomes build/mpirl, the path a reader of the results has.
 """
 import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -82,7 +85,8 @@ def merge(out, src):
     suite = os.path.basename(os.path.normpath(out))
     for r in new:
         cmd = r["command"].replace(os.path.join(src, "runs"), f"bench/out/{suite}/runs")
-        r["command"] = cmd.replace(learning.ROOT + os.sep, "")
+        cmd = cmd.replace(learning.ROOT + os.sep, "")
+        r["command"] = re.sub(r"(--oversubscribe) \S*/mpirl\w* (train )", r"\1 build/mpirl \2", cmd)
         curve = os.path.join(src, "curves", f"{r['task']}-s{r['seed']}.csv")
         if os.path.exists(curve):
             os.makedirs(os.path.join(out, "curves"), exist_ok=True)
