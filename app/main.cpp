@@ -4,6 +4,7 @@
 
 #include "buffer/replay.h"
 #include "app/commands.h"
+#include "app/omp_wait.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"mpirl: actor-learner reinforcement learning over MPI.\n"
@@ -83,7 +84,10 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  if (*train) return mpirl::train_main(&argc, &argv, config_file, overrides, resume_dir);
+  if (*train) {
+    mpirl::shorten_openmp_spin_waits(argv, config_file, overrides, resume_dir);
+    return mpirl::train_main(&argc, &argv, config_file, overrides, resume_dir);
+  }
   if (*eval) return mpirl::eval_main({run_dir, episodes, greedy, seed, eval_threads, eval_json, eval_parent, eval_video, eval_fps});
   if (*selftest) return mpirl::selftest_main(&argc, &argv, config_file, overrides);
   if (*envs) return mpirl::envs_main();

@@ -8,10 +8,12 @@
   recurrent_appo                a scan core (LRU) with APPO, and `mpirl eval` of it
   policy_lag_drop               items too many updates old are dropped from the loss, and counted
   synchronous_actors            actor.synchronous: every sequence learned by the parameters that collected it
+  openmp_spin_waits             2 torch threads: libgomp's idle threads spin 10,000 times, not 300,000, unless the user chose
 Run one: jobs_test.py --mpirl build/mpirl CASE"""
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -163,6 +165,26 @@ def case_synchronous_actors(args):
     lc = s["learner_counts"]
     check(lc["too_old"] == 0 and lc["trained"] == 32 * s["learner_updates"],
           f"{lc['trained']} sequences trained in {s['learner_updates']} updates of 32")
+
+
+def case_openmp_spin_waits(args):
+    # With learner.threads = 2, every rank executes itself again with GOMP_SPINCOUNT=10000 before
+    # MPI_Init (app/omp_wait.h): libgomp, which reads it only when it is loaded, prints
+    # (OMP_DISPLAY_ENV) its default spin count in each rank's first image and 10000 in its second.
+    # A user's own OMP_WAIT_POLICY is kept and nothing runs twice.
+    env = dict(mpi_test.ENV, OMP_DISPLAY_ENV="VERBOSE")
+    env.pop("OMP_WAIT_POLICY", None)
+    env.pop("GOMP_SPINCOUNT", None)
+    sets = ["learner.threads=2", "run.total_env_steps=5000"]
+    p, dt, d = run(args, 3, sets, 240, env=env)
+    finished_run(p, d, 5000)
+    spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
+    check(sorted(spins) == ["10000"] * 3 + ["300000"] * 3,
+          f"3 ranks, each started again with 10,000 spins: spin counts {spins}")
+    p, dt, d = run(args, 3, sets, 240, env=dict(env, OMP_WAIT_POLICY="ACTIVE"))
+    finished_run(p, d, 5000)
+    spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
+    check(spins == ["30000000000"] * 3, f"OMP_WAIT_POLICY=ACTIVE set by the user is kept: spin counts {spins}")
 
 
 if __name__ == "__main__":

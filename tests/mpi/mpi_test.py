@@ -32,12 +32,12 @@ def command(args, n, sets, out_dir, mpirun_flags=(), config=None):
     return cmd
 
 
-def run(args, n, sets, timeout, config=None):
+def run(args, n, sets, timeout, config=None, env=None):
     name = f"t-{uuid.uuid4().hex[:8]}"
     out_dir = os.path.join(args.workdir, name)
     cmd = command(args, n, sets, out_dir, config=config)
     t0 = time.time()
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=timeout)
     dt = time.time() - t0
     sys.stdout.write(p.stdout[-4000:].replace("\r", "\n"))
     sys.stdout.write(p.stderr[-4000:])
