@@ -24,12 +24,12 @@ void shorten_openmp_spin_waits(char** argv, const std::string& config_file,
                              : !resume_dir.empty() ? resume_dir + "/config.toml"
                                                    : std::string();
     const Config cfg = load_config(file, overrides);
-    threads = std::max({cfg.learner.threads, cfg.actor.threads, cfg.inference.threads});
+    threads = std::max({cfg.learner.threads, cfg.actor.threads, cfg.inference.threads, cfg.eval.threads});
   } catch (const std::exception&) {
     return;  // train_main loads the config again and says what is wrong with it
   }
   if (threads <= 1) return;
-  setenv("GOMP_SPINCOUNT", kSpinCount, 1);
+  if (setenv("GOMP_SPINCOUNT", kSpinCount, 1) != 0) return;  // else the next image would exec again
   execv("/proc/self/exe", argv);
   unsetenv("GOMP_SPINCOUNT");  // exec failed: this image's libgomp keeps its default, say so truthfully
 }

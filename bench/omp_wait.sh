@@ -14,7 +14,7 @@ bin="${MPIRL_BUILD_DIR:-$root/build}/mpirl"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset OMP_WAIT_POLICY GOMP_SPINCOUNT
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $ranks ranks per run, $steps env steps"
-tmp=$(mktemp -d)
+tmp=$(mktemp -d); keep=
 one() {  # NAME [VAR=VALUE]: one run in the background
   local name=$1; shift
   env "$@" mpirun -n "$ranks" --oversubscribe "$bin" train --config "$root/configs/minatar.toml" \
@@ -24,7 +24,7 @@ one() {  # NAME [VAR=VALUE]: one run in the background
 }
 report() {  # NAME...: after wait
   for n in "$@"; do
-    python3 - "$tmp/$n/summary.json" "$n" <<'PY' || { echo "$2: failed, see its log"; cat "$tmp/$2.log" | tail -5; }
+    python3 - "$tmp/$n/summary.json" "$n" <<'PY' || { echo "$n: failed, its log: $tmp/$n.log"; tail -5 "$tmp/$n.log"; keep=1; }
 import json, sys
 s = json.load(open(sys.argv[1]))
 print(f"  {sys.argv[2]:<12} {s['sps']:8.0f} env steps/s  {s['wall_time_s']:6.1f} s  policy lag {s['policy_lag_mean']:.1f}")
@@ -39,4 +39,4 @@ echo "two runs at once:"
 one spin_a GOMP_SPINCOUNT=300000; one spin_b GOMP_SPINCOUNT=300000; wait; report spin_a spin_b
 one mpirl_a; one mpirl_b; wait; report mpirl_a mpirl_b
 one passive_a OMP_WAIT_POLICY=PASSIVE; one passive_b OMP_WAIT_POLICY=PASSIVE; wait; report passive_a passive_b
-rm -rf "$tmp"
+[ -n "${keep:-}" ] || rm -rf "$tmp"

@@ -171,7 +171,8 @@ def case_openmp_spin_waits(args):
     # With learner.threads = 2, every rank executes itself again with GOMP_SPINCOUNT=10000 before
     # MPI_Init (app/omp_wait.h): libgomp, which reads it only when it is loaded, prints
     # (OMP_DISPLAY_ENV) its default spin count in each rank's first image and 10000 in its second.
-    # A user's own OMP_WAIT_POLICY is kept and nothing runs twice.
+    # A user's own OMP_WAIT_POLICY is kept, and a run with one thread per role is left alone: in
+    # both, each rank runs once.
     env = dict(mpi_test.ENV, OMP_DISPLAY_ENV="VERBOSE")
     env.pop("OMP_WAIT_POLICY", None)
     env.pop("GOMP_SPINCOUNT", None)
@@ -181,10 +182,15 @@ def case_openmp_spin_waits(args):
     spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
     check(sorted(spins) == ["10000"] * 3 + ["300000"] * 3,
           f"3 ranks, each started again with 10,000 spins: spin counts {spins}")
-    p, dt, d = run(args, 3, sets, 240, env=dict(env, OMP_WAIT_POLICY="ACTIVE"))
+    # PASSIVE, not ACTIVE: an always-spinning thread would take a core from the other tests.
+    p, dt, d = run(args, 3, sets, 240, env=dict(env, OMP_WAIT_POLICY="PASSIVE"))
     finished_run(p, d, 5000)
     spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
-    check(spins == ["30000000000"] * 3, f"OMP_WAIT_POLICY=ACTIVE set by the user is kept: spin counts {spins}")
+    check(spins == ["0"] * 3, f"OMP_WAIT_POLICY=PASSIVE set by the user is kept: spin counts {spins}")
+    p, dt, d = run(args, 3, ["run.total_env_steps=5000"], 240, env=env)
+    finished_run(p, d, 5000)
+    spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
+    check(spins == ["300000"] * 3, f"one thread per role: no rank started again, spin counts {spins}")
 
 
 if __name__ == "__main__":
