@@ -10,8 +10,8 @@
 
 namespace mpirl {
 
-// Spins before an idle libgomp thread sleeps (libgomp's default: 300,000). bench/omp_wait.sh on the
-// dev VM (Breakout, configs/minatar.toml, 1M steps; env steps/s alone / each of two runs at once):
+// Spins before an idle libgomp thread sleeps (libgomp's default: 300,000). bench/omp_wait.sh's runs on
+// the dev VM (Breakout, configs/minatar.toml, 1M steps; env steps/s alone / each of two at once):
 // 300,000: 25.6k / 1.9k; 10,000: 25.2k / 6.8k; 1,000: 20.9k / 11.8k; 0 (PASSIVE): 18.6k / 13.2k.
 constexpr const char* kSpinCount = "10000";
 

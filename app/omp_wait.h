@@ -20,7 +20,7 @@ namespace mpirl {
 // alone, 3.5x faster beside a second run) and executes this program again with the same
 // arguments: libgomp reads the variable only when it is loaded, before main(). It returns when
 // nothing needs to change, when the config cannot be read (train_main reports why), or when exec
-// // fails (then the run goes on with libgomp's default). Every rank reads the config here (train_main
+// fails (then the run goes on with libgomp's default). Every rank reads the config here (train_main
 // reads it on rank 0 only), so a rank that cannot read it starts without the exec. The exec loads
 // LibTorch a second time on every rank: a start-up cost that only such runs pay. Call it before
 // MPI_Init.
