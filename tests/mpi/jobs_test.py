@@ -167,6 +167,11 @@ def case_synchronous_actors(args):
           f"{lc['trained']} sequences trained in {s['learner_updates']} updates of 32")
 
 
+def spin_counts(p):
+    """Every GOMP_SPINCOUNT that libgomp printed (OMP_DISPLAY_ENV=VERBOSE), one per process image."""
+    return re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
+
+
 def case_openmp_spin_waits(args):
     # With learner.threads = 2, every rank executes itself again with GOMP_SPINCOUNT=10000 before
     # MPI_Init (app/omp_wait.h): libgomp, which reads it only when it is loaded, prints
@@ -179,17 +184,17 @@ def case_openmp_spin_waits(args):
     sets = ["learner.threads=2", "run.total_env_steps=5000"]
     p, dt, d = run(args, 3, sets, 240, env=env)
     finished_run(p, d, 5000)
-    spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
+    spins = spin_counts(p)
     check(sorted(spins) == ["10000"] * 3 + ["300000"] * 3,
           f"3 ranks, each started again with 10,000 spins: spin counts {spins}")
     # PASSIVE, not ACTIVE: an always-spinning thread would take a core from the other tests.
     p, dt, d = run(args, 3, sets, 240, env=dict(env, OMP_WAIT_POLICY="PASSIVE"))
     finished_run(p, d, 5000)
-    spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
+    spins = spin_counts(p)
     check(spins == ["0"] * 3, f"OMP_WAIT_POLICY=PASSIVE set by the user is kept: spin counts {spins}")
     p, dt, d = run(args, 3, ["run.total_env_steps=5000"], 240, env=env)
     finished_run(p, d, 5000)
-    spins = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", p.stdout + p.stderr)
+    spins = spin_counts(p)
     check(spins == ["300000"] * 3, f"one thread per role: no rank started again, spin counts {spins}")
 
 
