@@ -44,7 +44,9 @@ def check_r2d2_rows(d):
 
 
 def case_learn_cartpole_r2d2(args):
-    s = learn_to(args, "CartPole-v1 r2d2", [], 450, 400, 1000000, config="r2d2_cartpole.toml")
+    # Stops at 450, passes at >= 400. 1.5M env steps, not 1M: 8 runs by hand (seed 1, two at a
+    # time) reached 450 at 377k-658k env steps, but a clean-clone CI run took 816k.
+    s = learn_to(args, "CartPole-v1 r2d2", [], 450, 400, 1500000, config="r2d2_cartpole.toml")
     r = s["replay"]
     check(r["priority_updates"] > 0, f"the learner sent priorities back ({r['priority_updates']} applied)")
     check(r["sampled"] >= 3 * r["inserted"], f"replay ratio: {r['sampled']} sampled for {r['inserted']} inserted "
