@@ -27,7 +27,9 @@ RESULTS = os.path.join(ROOT, "bench", "results", "suites")
 PAGE = os.path.join(ROOT, "docs", "results.md")
 TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar", "memory": "Memory (POPGym)",
           "minatar_10m": "MinAtar at 10M steps (gymnax's budget)",
-          "minatar_paper": "MinAtar with the package's settings (APPO)"}
+          "minatar_paper": "MinAtar with the package's settings (APPO)",
+          "r2d2_minatar": "MinAtar with the package's settings (R2D2)",
+          "r2d2_classic": "Classic control (R2D2)"}
 TUNING = (1, 2, 3)
 
 
