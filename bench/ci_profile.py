@@ -5,10 +5,12 @@ for (os.wait4's rusage: its mpirun and ranks; not daemons it leaves to others, s
 jobs or a namespace node's init). The CPU share (cpu / wall) says whether a test computes (near
 the machine's core count) or waits (near 0): what ctest's PROCESSORS property should say.
 
-    bench/ci_profile.py --build build --csv bench/results/ci_profile.csv [-L LABEL] [-R REGEX]
+    bench/ci_profile.py --build build --csv bench/results/ci_profile.csv [-L LABEL] [-R REGEX] [--merge]
 
-Writes one CSV row a test (name, labels, wall_s, cpu_s, cpu_share, passed) and prints a summary
-per label: tests, wall s, CPU s. Run it on an otherwise idle machine; say which machine it was.
+Writes one CSV row a test (name, labels, wall_s, cpu_s, cpu_share, passed, machine) and prints a summary
+per label: tests, wall s, CPU s. With --merge, the rows of the tests it ran replace theirs in the
+CSV that is there and the others stay: for a few new or changed tests without a 40-minute run.
+Run it on an otherwise idle machine; say which machine it was.
 """
 import argparse
 import csv
@@ -44,12 +46,24 @@ def run_one(build, name):
     return wall, cpu, os.waitstatus_to_exitcode(status) == 0, out.decode(errors="replace")
 
 
+def machine():
+    """The CPU model and core count: a row measured on an AMD EPYC VM and one on a Xeon VM differ."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {os.cpu_count()} cores"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--csv", required=True)
     ap.add_argument("-L", dest="label")
     ap.add_argument("-R", dest="regex")
+    ap.add_argument("--merge", action="store_true", help="update the rows of the tests run, keep the others")
     a = ap.parse_args()
     extra = (["-L", a.label] if a.label else []) + (["-R", a.regex] if a.regex else [])
     env_ok = os.environ.get("OMPI_ALLOW_RUN_AS_ROOT") == "1"
@@ -61,15 +75,22 @@ def main():
     for name, labels in todo:
         wall, cpu, ok, out = run_one(a.build, name)
         rows.append(dict(name=name, labels=";".join(labels), wall_s=round(wall, 2), cpu_s=round(cpu, 2),
-                         cpu_share=round(cpu / wall, 2) if wall > 0 else 0, passed=int(ok)))
+                         cpu_share=round(cpu / wall, 2) if wall > 0 else 0, passed=int(ok), machine=machine()))
         print(f"{name:58s} {wall:8.1f} s wall {cpu:8.1f} s cpu  {'ok' if ok else 'FAILED'}", flush=True)
         if not ok:
             print(out[-3000:], flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(a.csv)), exist_ok=True)
+    written = rows
+    if a.merge and os.path.exists(a.csv):
+        new = {r["name"]: r for r in rows}
+        with open(a.csv, newline="") as f:
+            old = list(csv.DictReader(f))
+        written = [new.pop(r["name"], r) for r in old] + list(new.values())
     with open(a.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        # Rows from before the machine column say "not recorded" (earlier 2-core VMs).
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), restval="not recorded")
         w.writeheader()
-        w.writerows(rows)
+        w.writerows(written)
     per = {}
     for r in rows:
         for lab in (r["labels"] or "none").split(";"):

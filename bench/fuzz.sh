@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target (issue 33; a command, not a CI test: CI runs each target over its corpus
-# and 2,000 more inputs in hardening.sanitizers). Builds tests/hardening (clang, ASan + UBSan +
+# and 2,000 more inputs in hardening.fuzz). Builds tests/hardening (clang, ASan + UBSan +
 # libFuzzer) into build/hardening if needed, fuzzes from the seed corpus in the repo for SECONDS
 # (or until RUNS executions), and then:
 #   - a crash, leak, timeout or out-of-memory input is kept in tests/fuzz/regressions/TARGET/
@@ -54,7 +54,7 @@ if ((jobs > 1)); then cat fuzz-*.log >>"$work/log" 2>/dev/null; rm -f fuzz-*.log
 grep -E "^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb|cov:" "$work/log" | tail -4
 if ((rc != 0)); then
   grep -E "ERROR|SUMMARY|Test unit written|==[0-9]+==" "$work/log" | head -12
-  echo "fuzz_$target: FINDING (exit $rc): the input is in $regress/ (replayed by hardening.sanitizers)"
+  echo "fuzz_$target: FINDING (exit $rc): the input is in $regress/ (replayed by hardening.fuzz)"
   exit 1
 fi
 if [ "${FUZZ_MERGE:-0}" = 1 ]; then

@@ -12,5 +12,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# ctest runs 3 tests on 2 cores, so every test shares its cores: idle OpenMP threads (LibTorch's,
+# in mpirl's ranks, the gtest binaries and the Python tests) sleep at once instead of spinning on
+# cores another test needs (docs/running.md: two runs at once went 2x faster each with this). A
+# user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept; mpi.openmp_spin_waits clears both itself.
+if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then export OMP_WAIT_POLICY=PASSIVE; fi
 cd "$root/build"
 ctest --output-on-failure -j "${MPIRL_TEST_JOBS:-$(($(nproc) + 1))}" "$@"

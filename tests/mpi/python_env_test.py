@@ -220,14 +220,16 @@ def case_learn_minatar_breakout(args):
     # mpi.python_short_jobs), so the learner sets the pace, and the budget is 600k: on the port, 4
     # seeds ended 600k at 3.56, 4.33, 14.97 and 13.19 (the lowest two inside Breakout's known dips;
     # 19.2 at 1M), against a bound of about 1.9. The random policy's return is still the package's.
-    learn_minatar_breakout(args, "minatar_breakout.toml", 1100)
+    # The budget is now 250k (CI time: this test was 394 of a 1,980 s ctest on an AMD VM, two
+    # cores): four seeds were at 4.98 (seed 1, in that ctest), 5.41, 5.87 and 3.67 (seeds 2-4, run
+    # alone) near 250k and 0.85-1.26 at 90k; the bound is still 4x random.
+    learn_minatar_breakout(args, "minatar_breakout.toml", 1100, 250000)
 
 
-def learn_minatar_breakout(args, config_name, timeout):
-    """Breakout-MinAtar with configs/CONFIG_NAME for 600k env steps: at least 4x random."""
+def learn_minatar_breakout(args, config_name, timeout, budget=600000):
+    """Breakout-MinAtar with configs/CONFIG_NAME for BUDGET env steps: at least 4x random."""
     config = os.path.join(os.path.dirname(PYDIR), "..", "configs", config_name)
     rnd = random_minatar_return("breakout")
-    budget = 600000
     p, dt, d = run(args, 4, [f"run.total_env_steps={budget}", "run.max_wall_seconds=0"], timeout,
                    config=os.path.normpath(config))
     s = finished_run(p, d, budget)
