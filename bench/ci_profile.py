@@ -9,7 +9,8 @@ the machine's core count) or waits (near 0): what ctest's PROCESSORS property sh
 
 Writes one CSV row a test (name, labels, wall_s, cpu_s, cpu_share, passed, machine) and prints a summary
 per label: tests, wall s, CPU s. With --merge, the rows of the tests it ran replace theirs in the
-CSV that is there and the others stay: for a few new or changed tests without a 40-minute run.
+CSV that is there, the others stay, and the rows of tests the build no longer has go: for a few
+new or changed tests without a 40-minute run.
 Run it on an otherwise idle machine; say which machine it was.
 """
 import argparse
@@ -85,7 +86,12 @@ def main():
         new = {r["name"]: r for r in rows}
         with open(a.csv, newline="") as f:
             old = list(csv.DictReader(f))
-        written = [new.pop(r["name"], r) for r in old] + list(new.values())
+        # Rows of tests the build no longer has (renamed, removed, or gtest cases now run per suite) go.
+        known = {name for name, _ in tests(a.build, [])}
+        gone = [r["name"] for r in old if r["name"] not in known]
+        if gone:
+            print(f"# dropped {len(gone)} rows of tests this build does not have: {' '.join(gone[:5])} ...")
+        written = [new.pop(r["name"], r) for r in old if r["name"] in known] + list(new.values())
     with open(a.csv, "w", newline="") as f:
         # Rows from before the machine column say "not recorded" (earlier 2-core VMs).
         w = csv.DictWriter(f, fieldnames=list(rows[0]), restval="not recorded")

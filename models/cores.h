@@ -4,6 +4,9 @@
 
 namespace mpirl::models {
 
+// 1 where a step continues its episode, 0 where is_init starts a new one: [..., 1], to scale state.
+inline torch::Tensor keep(const torch::Tensor& is_init) { return (1 - is_init.to(torch::kFloat32)).unsqueeze(-1); }
+
 class GruCore : public CoreImpl {
  public:
   explicit GruCore(const CoreOptions& o);

@@ -3,10 +3,6 @@
 
 namespace mpirl::models {
 
-namespace {
-torch::Tensor keep(const torch::Tensor& is_init) { return (1 - is_init.to(torch::kFloat32)).unsqueeze(-1); }
-}  // namespace
-
 GruCore::GruCore(const CoreOptions& o) : H_(o.hidden) {
   cell_ = register_module("cell", torch::nn::GRUCell(o.input, o.hidden));
 }

@@ -8,8 +8,6 @@
 namespace mpirl::models {
 namespace {
 
-torch::Tensor keep(const torch::Tensor& is_init) { return (1 - is_init.to(torch::kFloat32)).unsqueeze(-1); }
-
 torch::Tensor complex_matmul_real(const torch::Tensor& x, const torch::Tensor& w_re, const torch::Tensor& w_im) {
   return torch::complex(torch::matmul(x, w_re.t()), torch::matmul(x, w_im.t()));
 }

@@ -9,8 +9,16 @@
 # arguments go to ctest (e.g. -L unit).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The three phases' seconds, printed last (also on failure): what CI's 35-minute budget went on.
+phase=setup; declare -A took=()
+started=$SECONDS
+report() { took[$phase]=$((SECONDS - started)); echo "test.sh: setup ${took[setup]:-0} s, build ${took[build]:-0} s, ctest ${took[ctest]:-0} s"; }
+trap report EXIT
+next() { took[$phase]=$((SECONDS - started)); started=$SECONDS; phase=$1; }
 "$root/scripts/setup.sh"
+next build
 "$root/scripts/build.sh"
+next ctest
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # ctest runs 3 tests on 2 cores, so every test shares its cores: idle OpenMP threads (LibTorch's,
 # in mpirl's ranks, the gtest binaries and the Python tests) sleep at once instead of spinning on

@@ -4,7 +4,9 @@
 #include "envs/minatar/games.h"
 
 namespace mpirl::envs::minatar {
+// (A named namespace too: the games share constant names, and unity builds join their files.)
 namespace {
+namespace asterix {
 
 constexpr int kRampInterval = 100, kInitSpawnSpeed = 10, kInitMoveInterval = 5;
 
@@ -104,8 +106,9 @@ class Asterix final : public Game {
   Entity ents_[8];
 };
 
+}  // namespace asterix
 }  // namespace
 
-std::unique_ptr<Game> make_asterix(bool ramping) { return std::make_unique<Asterix>(ramping); }
+std::unique_ptr<Game> make_asterix(bool ramping) { return std::make_unique<asterix::Asterix>(ramping); }
 
 }  // namespace mpirl::envs::minatar

@@ -4,7 +4,9 @@
 #include "envs/minatar/games.h"
 
 namespace mpirl::envs::minatar {
+// (A named namespace too: the games share constant names, and unity builds join their files.)
 namespace {
+namespace breakout {
 
 class Breakout final : public Game {
  public:
@@ -93,8 +95,9 @@ class Breakout final : public Game {
   uint8_t bricks_[10][10] = {};
 };
 
+}  // namespace breakout
 }  // namespace
 
-std::unique_ptr<Game> make_breakout(bool) { return std::make_unique<Breakout>(); }
+std::unique_ptr<Game> make_breakout(bool) { return std::make_unique<breakout::Breakout>(); }
 
 }  // namespace mpirl::envs::minatar

@@ -6,7 +6,9 @@
 #include "envs/minatar/games.h"
 
 namespace mpirl::envs::minatar {
+// (A named namespace too: the games share constant names, and unity builds join their files.)
 namespace {
+namespace freeway {
 
 constexpr int kPlayerSpeed = 3, kTimeLimit = 2500;
 
@@ -90,8 +92,9 @@ class Freeway final : public Game {
   Car cars_[8];
 };
 
+}  // namespace freeway
 }  // namespace
 
-std::unique_ptr<Game> make_freeway(bool) { return std::make_unique<Freeway>(); }
+std::unique_ptr<Game> make_freeway(bool) { return std::make_unique<freeway::Freeway>(); }
 
 }  // namespace mpirl::envs::minatar

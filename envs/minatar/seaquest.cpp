@@ -14,7 +14,9 @@
 #include "envs/minatar/games.h"
 
 namespace mpirl::envs::minatar {
+// (A named namespace too: the games share constant names, and unity builds join their files.)
 namespace {
+namespace seaquest {
 
 constexpr int kMaxOxygen = 200, kInitSpawnSpeed = 20, kDiverSpawnSpeed = 30;
 constexpr int kInitMoveInterval = 5, kShotCoolDown = 5, kEnemyShotInterval = 10, kDiverMoveInterval = 5;
@@ -289,8 +291,9 @@ class Seaquest final : public Game {
   PyList f_bullets_, e_bullets_, e_fish_, e_subs_, divers_;
 };
 
+}  // namespace seaquest
 }  // namespace
 
-std::unique_ptr<Game> make_seaquest(bool ramping) { return std::make_unique<Seaquest>(ramping); }
+std::unique_ptr<Game> make_seaquest(bool ramping) { return std::make_unique<seaquest::Seaquest>(ramping); }
 
 }  // namespace mpirl::envs::minatar

@@ -7,7 +7,9 @@
 #include "envs/minatar/games.h"
 
 namespace mpirl::envs::minatar {
+// (A named namespace too: the games share constant names, and unity builds join their files.)
 namespace {
+namespace space_invaders {
 
 constexpr int kShotCoolDown = 5, kEnemyMoveInterval = 12, kEnemyShotInterval = 10;
 
@@ -150,8 +152,9 @@ class SpaceInvaders final : public Game {
   Map fb_ = {}, eb_ = {}, aliens_ = {};
 };
 
+}  // namespace space_invaders
 }  // namespace
 
-std::unique_ptr<Game> make_space_invaders(bool ramping) { return std::make_unique<SpaceInvaders>(ramping); }
+std::unique_ptr<Game> make_space_invaders(bool ramping) { return std::make_unique<space_invaders::SpaceInvaders>(ramping); }
 
 }  // namespace mpirl::envs::minatar

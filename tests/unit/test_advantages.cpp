@@ -16,6 +16,7 @@
 #include "learner/algorithms/appo.h"
 #include "learner/gradient_reducer.h"
 #include "learner/trainer.h"
+#include "tests/common/config_with.h"
 #include "tests/common/train_batches.h"
 
 using namespace mpirl;
@@ -23,7 +24,7 @@ using namespace mpirl::learner;
 
 namespace {
 
-Config cfg_with(std::vector<std::string> sets) { return load_config("", sets); }
+using mpirl::testing::cfg_with;
 
 // GAE for one batch, step by step in float64: next value 0 after a termination, trunc_value after a
 // truncation, V(x_{t+1}) otherwise; the sum of (gamma lambda)^k deltas stops at an episode's end.

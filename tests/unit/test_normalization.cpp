@@ -19,6 +19,7 @@
 #include "learner/schedule.h"
 #include "learner/trainer.h"
 #include "models/policy_file.h"
+#include "tests/common/config_with.h"
 #include "tests/common/train_batches.h"
 
 using namespace mpirl;
@@ -62,9 +63,7 @@ TEST(RunningMoments, MergedBatchesEqualTheMomentsOfEverything) {
   EXPECT_LT(((r.var() - all.var(0, false)) / all.var(0, false)).abs().max().item<double>(), 1e-9);
 }
 
-namespace {
-Config cfg_with(std::vector<std::string> sets) { return load_config("", sets); }
-}  // namespace
+using mpirl::testing::cfg_with;
 
 TEST(ObsNormalizer, PublishesTheRunningStatisticsIntoThePolicy) {
   Config cfg = cfg_with({"model.obs_norm=true", "model.obs_norm_clip=3.0"});

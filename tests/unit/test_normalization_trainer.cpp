@@ -18,14 +18,13 @@
 #include "learner/schedule.h"
 #include "learner/trainer.h"
 #include "models/policy_file.h"
+#include "tests/common/config_with.h"
 #include "tests/common/train_batches.h"
 
 using namespace mpirl;
 using namespace mpirl::learner;
 
-namespace {
-Config cfg_with(std::vector<std::string> sets) { return load_config("", sets); }
-}  // namespace
+using mpirl::testing::cfg_with;
 
 TEST(Schedule, ScheduledLearningRateStepsAsTheHostRate) {
   // The tensor learning rate (what a captured graph reads) gives the same steps as the host rate.

@@ -11,12 +11,11 @@
 #include "core/error.h"
 #include "envs/registry.h"
 #include "models/policy.h"
+#include "tests/common/config_with.h"
 
 using namespace mpirl;
 
-namespace {
-Config cfg_with(std::vector<std::string> sets) { return load_config("", sets); }
-}  // namespace
+using mpirl::testing::cfg_with;
 
 TEST(SeparateCritic, ValueLossMovesOnlyTheCritic) {
   auto cfg = cfg_with({"env.id=\"Pendulum-v1\"", "model.critic=\"separate\"", "model.hidden=[16, 8]",
