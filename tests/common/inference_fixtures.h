@@ -1,5 +1,5 @@
 #pragma once
-// Env specs for the inference tests (tests/unit/test_inference_*.cpp).
+// Env specs for the inference and acting tests (tests/unit/test_inference_*.cpp, test_acting.cpp).
 #include <cstdint>
 #include <utility>
 #include <vector>

@@ -244,11 +244,12 @@ def learn_minatar_breakout(args, config_name, timeout, budget=600000):
 
 def case_learn_minatar_suite(args):
     # The MinAtar suite's config (configs/minatar.toml: gymnax's PPO set-up, MLPs on the flattened
-    # image, the gymnax preset) on the Breakout port for 600k env steps. Its three tuning seeds were
-    # at 6.93, 6.76 and 6.53 at about 600k (bench/results/suites/minatar/curves) on their way to
-    # 24-28 at 5M, in 31-34 s; a random policy scores about 0.45, so the bound is 4x random (about
-    # 1.9), as learning.minatar_breakout's for the CNN config.
-    learn_minatar_breakout(args, "minatar.toml", 600)
+    # image, the gymnax preset) on the Breakout port for 300k env steps. Its six seeds were at
+    # 3.33-6.38 at about 300k (4.03, 3.59, 3.33 for the tuning seeds 1-3; 6.93, 6.76 and 6.53 at
+    # 600k; bench/results/suites/minatar/curves) on their way to 24-28 at 5M; a random policy scores
+    # about 0.45, so the bound is 4x random (about 1.9), as learning.minatar_breakout's for the CNN
+    # config. 300k, not 600k: the test is in CI's chain of two-core tests (134 s there at 600k).
+    learn_minatar_breakout(args, "minatar.toml", 600, budget=300000)
 
 
 def random_gym_return(env_id, episodes=20):

@@ -14,21 +14,14 @@
 #include "envs/env.h"
 #include "models/acting.h"
 #include "models/policy.h"
+#include "tests/common/inference_fixtures.h"
 
 using namespace mpirl;
 using namespace mpirl::models;
 
 namespace {
 
-envs::EnvSpec spec_of(std::vector<int64_t> shape, bool discrete, int64_t n, bool uint8 = false) {
-  envs::EnvSpec s;
-  s.id = "test";
-  s.obs_shape = std::move(shape);
-  s.obs_uint8 = uint8;
-  s.discrete = discrete;
-  (discrete ? s.num_actions : s.action_dim) = n;
-  return s;
-}
+using mpirl::testing::spec_of;
 
 // Runs Acting and the reference (Policy::step + models::log_prob) side by side over `steps` steps
 // of observations laid out as the actor's rollout ([E, T + 1, obs...], env-major).
