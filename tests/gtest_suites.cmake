@@ -5,7 +5,7 @@
 # --gtest_filter one case.
 #
 # Run after each build of a test binary (tests/CMakeLists.txt, mpirl_gtest_suites):
-#   cmake -D EXE=<binary> -D OUT=<file.cmake> -D LABELS=<label> -D PREFIX=<name prefix> -P gtest_suites.cmake
+#   cmake -D EXE=<binary> -D OUT=<file.cmake> -D LABELS=<label> -P gtest_suites.cmake
 # OUT is one of the directory's TEST_INCLUDE_FILES, read by ctest.
 cmake_minimum_required(VERSION 3.25)
 foreach(_v EXE OUT LABELS)
@@ -22,17 +22,16 @@ if(NOT _rc EQUAL 0)
 endif()
 string(REPLACE ";" "\\;" _out "${_out}")
 string(REPLACE "\n" ";" _lines "${_out}")
-set(_suites "")
+set(_registered 0)
 set(_suite "")
 set(_cases 0)
 set(_text "# Written by tests/gtest_suites.cmake from '${EXE} --gtest_list_tests'.\n")
 macro(_flush)
   if(NOT _suite STREQUAL "" AND _cases GREATER 0)
     # Parameterised suites list as Prefix/Suite.; the filter takes the name as printed.
-    set(_name "${PREFIX}${_suite}")
-    string(APPEND _text "add_test([==[${_name}]==] [==[${EXE}]==] [==[--gtest_filter=${_suite}.*]==])\n"
-           "set_tests_properties([==[${_name}]==] PROPERTIES LABELS [==[${LABELS}]==])\n")
-    list(APPEND _suites "${_name}")
+    string(APPEND _text "add_test([==[${_suite}]==] [==[${EXE}]==] [==[--gtest_filter=${_suite}.*]==])\n"
+           "set_tests_properties([==[${_suite}]==] PROPERTIES LABELS [==[${LABELS}]==])\n")
+    math(EXPR _registered "${_registered} + 1")
   endif()
 endmacro()
 foreach(_line IN LISTS _lines)
@@ -48,8 +47,7 @@ foreach(_line IN LISTS _lines)
   endif()
 endforeach()
 _flush()
-list(LENGTH _suites _n)
-if(_n EQUAL 0)
+if(_registered EQUAL 0)
   message(FATAL_ERROR "gtest_suites.cmake: '${EXE} --gtest_list_tests' listed no suites")
 endif()
 file(WRITE "${OUT}" "${_text}")
