@@ -91,7 +91,7 @@ configure() {
 
 build() {
   configure
-  cmake --build "$root_dir/build-gpu" -j "$(nproc)"
+  cmake --build "$root_dir/build-gpu" -j "$(nproc)" --target all benchmarks
 }
 
 case "${1:-}" in
