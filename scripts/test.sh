@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: unit (gtest), MPI integration, bad-config, checkpoint/resume
+# Sets up, builds and runs every test but those labelled long (MPIRL_LONG_TESTS=1 adds them): unit (gtest), MPI integration, bad-config, checkpoint/resume
 # and replay-dump tests, the learning tests, and the Slurm tests (label slurm: they install and
 # start a local Slurm with scripts/slurm-local.sh), and the cluster tests (label cluster: several
 # nodes as namespaces on this machine, scripts/cluster-local.sh; needs root), and the documentation
@@ -28,5 +28,6 @@ if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then export OM
 cd "$root/build"
 # Label long: learning claims over many millions of env steps (tests/CMakeLists.txt), run by
 # MPIRL_LONG_TESTS=1 scripts/test.sh or ctest -L long; CI's 35 minutes leave them out.
+# --no-tests=error: a selection of long tests alone (-R, -L) fails, rather than passing with none run.
 skip_long=(-LE long); [ "${MPIRL_LONG_TESTS:-0}" = 1 ] && skip_long=()
-ctest --output-on-failure -j "${MPIRL_TEST_JOBS:-$(($(nproc) + 1))}" "${skip_long[@]}" "$@"
+ctest --output-on-failure --no-tests=error -j "${MPIRL_TEST_JOBS:-$(($(nproc) + 1))}" "${skip_long[@]}" "$@"

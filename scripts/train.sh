@@ -6,7 +6,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh" mpirl   # only the binary the job runs (scripts/test.sh builds the rest)
+"$root/scripts/build.sh" mpirl   # only the binary the job runs (scripts/test.sh builds the tests, scripts/build.sh everything)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 name="cartpole-$(date +%Y%m%d-%H%M%S)"
 mpirun -n "${MPIRL_RANKS:-4}" --oversubscribe "$root/build/mpirl" train --config "$root/configs/cartpole.toml" \

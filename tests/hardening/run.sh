@@ -65,12 +65,13 @@ if [ "$part" = all ] || [ "$part" = sanitizers ]; then
   # Two of its four dtypes (float32 and complex128: the real and the complex path; the threads
   # synchronise the same way for each), 66 CPU-s for all four on the AMD VM. The unit tests run
   # all four without TSan.
+  tsan_filter='EmulatedScanKernel/0.*:EmulatedScanKernel/3.*:EmulatedScanKernel.*'
+  picked=$("$build/tsan_emulated_scan" --gtest_list_tests --gtest_filter="$tsan_filter")
+  grep -q 'TypeParam = float$' <<<"$picked" && grep -q 'TypeParam = .*Cx<double>$' <<<"$picked" &&
+    grep -q '^EmulatedScanKernel\.$' <<<"$picked" ||
+    { echo "hardening: the TSan filter no longer picks float32, complex128 and the launch mapping: $picked" >&2; exit 1; }
   echo "== the emulated CUDA scan kernel under TSan (float32, complex128)"
-  TSAN_OPTIONS=halt_on_error=1 "$build/tsan_emulated_scan" --gtest_brief=1 \
-    --gtest_filter='EmulatedScanKernel/0.*:EmulatedScanKernel/3.*:EmulatedScanKernel.*'
-  picked=$("$build/tsan_emulated_scan" --gtest_list_tests --gtest_filter='EmulatedScanKernel/0.*:EmulatedScanKernel/3.*')
-  grep -q 'TypeParam = float$' <<<"$picked" && grep -q 'TypeParam = .*Cx<double>$' <<<"$picked" ||
-    { echo "hardening: the TSan filter no longer picks float32 and complex128: $picked" >&2; exit 1; }
+  TSAN_OPTIONS=halt_on_error=1 "$build/tsan_emulated_scan" --gtest_brief=1 --gtest_filter="$tsan_filter"
   echo "== the replay's I/O thread under TSan (a dump while the owner samples)"
   TSAN_OPTIONS=halt_on_error=1 "$build/tsan_io_job" --gtest_brief=1
 fi

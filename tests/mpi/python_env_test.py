@@ -223,7 +223,7 @@ def case_learn_minatar_breakout(args):
     # The budget is now 250k (CI time: this test was 394 of a 1,980 s ctest on an AMD VM, two
     # cores): four seeds were at 4.98 (seed 1, in that ctest), 5.41, 5.87 and 3.67 (seeds 2-4, run
     # alone) near 250k and 0.85-1.26 at 90k; the bound is still 4x random. Now 200k (CI time again:
-    # 216 of the 3,386 CPU-s of a ctest -j3 there, bench/ctest_cpu.py): seeds 1-4 were at 3.23,
+    # 216 of the 3,383 CPU-s of a ctest -j3 there, bench/ctest_cpu.py): seeds 1-4 were at 3.23,
     # 4.03, 5.06 and 3.33 at 200k (2.98, 2.65, 3.48, 2.54 at 150k; 4.78, 5.45, 6.34, 4.59 at 250k).
     learn_minatar_breakout(args, "minatar_breakout.toml", 1100, 200000)
 
@@ -274,7 +274,7 @@ def case_learn_mujoco_hopper(args):
     # with synchronous actors the suite's six seeds had a 100-episode mean of 344-491 at 100k (seed
     # 1: 491) and 400-903 at 200k (bench/results/suites/mujoco/curves) on their way to 1M, a random
     # policy about 26, so the bound is 8x random (about 206) and at least 150. 100k, not 200k: the
-    # test was 130 of the 3,386 CPU-s of a ctest -j3 on the AMD VM (bench/ctest_cpu.py).
+    # test was 130 of the 3,383 CPU-s of a ctest -j3 on the AMD VM (bench/ctest_cpu.py).
     config = os.path.join(os.path.dirname(PYDIR), "..", "configs", "mujoco.toml")
     rnd = random_gym_return("Hopper-v4")
     budget = 100000
