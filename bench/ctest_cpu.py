@@ -76,17 +76,24 @@ def report(acct_file, log_file, top):
         best = min(times, key=lambda x: abs(x[0] - k["et"]))
         test_of[id(k)] = best[1]
         times.remove(best)
-    cpu, comms, ranks = collections.Counter(), collections.defaultdict(collections.Counter), collections.Counter()
-    for r in recs:
-        q, name = r, None
-        for _ in range(64):
-            if q is None:
+    owner = dict(test_of)  # id(record) -> test name, filled in as ancestor chains are walked
+
+    def owner_of(r):
+        chain, q, name = [], r, None
+        while q is not None and len(chain) < 64:
+            if id(q) in owner:
+                name = owner[id(q)]
                 break
-            if id(q) in test_of:
-                name = test_of[id(q)]
-                break
+            chain.append(q)
             q = parent(q)
         name = name or "(outside any test: cluster nodes, daemons)"
+        for c in chain:  # a test's processes share their ancestors: each chain is walked once
+            owner[id(c)] = name
+        return name
+
+    cpu, comms, ranks = collections.Counter(), collections.defaultdict(collections.Counter), collections.Counter()
+    for r in recs:
+        name = owner_of(r)
         cpu[name] += r["cpu"]
         comms[name][r["comm"]] += r["cpu"]
         ranks[name] += r["comm"] == "mpirl"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test but those labelled long (MPIRL_LONG_TESTS=1 adds them): unit (gtest), MPI integration, bad-config, checkpoint/resume
+# Sets up, builds and runs every test but those labelled long (MPIRL_LONG_TESTS=1 adds them):
+# unit (gtest), MPI integration, bad-config, checkpoint/resume
 # and replay-dump tests, the learning tests, and the Slurm tests (label slurm: they install and
 # start a local Slurm with scripts/slurm-local.sh), and the cluster tests (label cluster: several
 # nodes as namespaces on this machine, scripts/cluster-local.sh; needs root), and the documentation
