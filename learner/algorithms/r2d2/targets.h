@@ -5,7 +5,8 @@
 //   - Q-values from the policy's two heads, duelling (Wang et al. 2016);
 //   - n-step returns that stop at a termination, bootstrap at a truncation and at the sequence's end;
 //   - the per-sequence replay priority.
-// tests/unit/test_r2d2.cpp checks each against a float64 loop written apart from these.
+// tests/unit/test_r2d2_targets.cpp checks each against a float64 loop or hand values written apart from
+// these; tests/unit/test_r2d2_composed.cpp checks the loss they make up against a float64 walk.
 #include <torch/torch.h>
 
 namespace mpirl::learner::r2d2 {
