@@ -14,12 +14,13 @@
 #include "learner/trainer.h"
 #include "models/policy.h"
 #include "models/sampler.h"
+#include "r2d2_reference.h"
 
 using namespace mpirl;
 using namespace mpirl::learner;
 
 namespace {
-double h(double x, double eps) { return (x > 0 ? 1 : x < 0 ? -1 : 0) * (std::sqrt(std::abs(x) + 1) - 1) + eps * x; }
+using r2d2_reference::h;
 
 Config r2d2_config(std::vector<std::string> sets) {
   std::vector<std::string> base = {"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "actor.rollout_len=6",
@@ -71,9 +72,7 @@ TEST(R2D2, LearnerPrioritiesAndLossOfAHandComputedBatch) {
   auto l = algo.loss(spec, b, out, loss_options(cfg));
   const double eps = 1e-3;
   // h^-1(2.5) by bisection on h: the bootstrap in return units.
-  double lo = 0, hi = 20;
-  for (int i = 0; i < 200; ++i) (h((lo + hi) / 2, eps) < 2.5 ? lo : hi) = (lo + hi) / 2;
-  const double boot = lo;
+  const double boot = r2d2_reference::h_inverse(2.5, eps, 0, 20);
   const double q[2] = {1.5, 0.5};
   const int64_t a[2][2] = {{0, 1}, {1, 0}};
   const double r[2][2] = {{1, 0}, {2, 1}}, term[2][2] = {{0, 0}, {1, 0}};

@@ -16,19 +16,12 @@
 #include "learner/algorithms/r2d2/r2d2.h"
 #include "learner/trainer.h"
 #include "models/policy.h"
+#include "r2d2_reference.h"
 
 using namespace mpirl;
 using namespace mpirl::learner;
 
 namespace r2d2_walk {  // named: the unity build merges this file with test_r2d2.cpp's helpers
-double h(double x, double eps) { return (x > 0 ? 1 : x < 0 ? -1 : 0) * (std::sqrt(std::abs(x) + 1) - 1) + eps * x; }
-
-double h_inverse(double y, double eps) {  // h is increasing: bisection
-  double lo = -1e4, hi = 1e4;
-  for (int i = 0; i < 200; ++i) (h((lo + hi) / 2, eps) < y ? lo : hi) = (lo + hi) / 2;
-  return (lo + hi) / 2;
-}
-
 // Q = V + A - mean A, per row, in float64. dist [T1, B, A], value [T1, B] -> [T1][B][A]
 std::vector<std::vector<std::vector<double>>> duelling(const torch::Tensor& dist, const torch::Tensor& value) {
   auto d = dist.to(torch::kFloat64).contiguous(), v = value.to(torch::kFloat64).contiguous();
@@ -99,7 +92,7 @@ TEST(R2D2, ComposedLossAgainstAFloat64Walk) {
     for (int64_t c = 0; c < B; ++c) {
       const int64_t a = r2d2_walk::argmax(qo[t][c]);  // double Q: the online network picks, the target values
       disagree += a != r2d2_walk::argmax(qt[t][c]);
-      boot[t][c] = r2d2_walk::h_inverse(qt[t][c][a], eps);
+      boot[t][c] = r2d2_reference::h_inverse(qt[t][c][a], eps);
     }
   ASSERT_GT(disagree, 0) << "the networks agree everywhere: double Q would not be told from max Q";
   auto at = [](const torch::Tensor& x, int64_t t, int64_t c) { return x[t][c].item<double>(); };
@@ -125,7 +118,7 @@ TEST(R2D2, ComposedLossAgainstAFloat64Walk) {
           g += disc * boot[i + 1][c];
         }
       }
-      const double delta = qo[t][c][b.actions[bi + t][c].item<int64_t>()] - r2d2_walk::h(g, eps);
+      const double delta = qo[t][c][b.actions[bi + t][c].item<int64_t>()] - r2d2_reference::h(g, eps);
       loss += 0.5 * delta * delta / (L * B);
       max_abs = std::max(max_abs, std::abs(delta));
       sum_abs += std::abs(delta);
