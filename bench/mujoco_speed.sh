@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Where configs/mujoco.toml's time goes, and whether a second learner thread helps. Its actors are
+# synchronous (policy lag 0 whatever the speed) and idle while the learner updates, so a second
+# torch thread in the learner would have a core to itself during the update. Prints:
+#   - the env's own speed in one Python process (gymnasium, a fixed action): the most one actor
+#     rank could collect;
+#   - Hopper-v4 (or ENV) for STEPS env steps (default 300k) with learner.threads = 1 and 2, one run
+#     at a time: env steps/s, wall time, the share of the run the learner waited for its batch
+#     (the actors' share) and the policy lag.
+# Nothing else should run beside it; compare the rows of one invocation. mpirl's
+# GOMP_SPINCOUNT=10000 applies to the 2-thread run (docs/running.md).
+# Usage: [MPIRL_BUILD_DIR=dir] bench/mujoco_speed.sh [STEPS=300000] [ENV=gym:Hopper-v4]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+steps=${1:-300000}; env_id=${2:-gym:Hopper-v4}
+bin="${MPIRL_BUILD_DIR:-$root/build}/mpirl"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+unset OMP_WAIT_POLICY GOMP_SPINCOUNT
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $env_id, $steps env steps, 4 ranks"
+tmp=$(mktemp -d); keep=
+python3 - "${env_id#gym:}" <<'PY'
+import time, warnings
+import gymnasium as gym
+warnings.simplefilter("ignore")  # after the import: gymnasium sets its own filter (-v4 is deprecated)
+e = gym.make(__import__("sys").argv[1])
+e.reset(seed=0)
+a, n = e.action_space.sample(), 5000
+t = time.perf_counter()
+for _ in range(n):
+    if any(e.step(a)[2:4]):
+        e.reset()
+print(f"  the env alone (one process, a fixed action): {n / (time.perf_counter() - t):.0f} steps/s")
+PY
+for threads in 1 2; do
+  name=threads$threads
+  mpirun -n 4 --oversubscribe "$bin" train --config "$root/configs/mujoco.toml" \
+    --set "env.id=\"$env_id\"" --set learner.threads=$threads --set run.total_env_steps="$steps" \
+    --set run.out_dir="\"$tmp\"" --set run.name="\"$name\"" --set 'run.checkpoint="never"' \
+    --set 'replay.dump="never"' --set run.tensorboard=false --set run.log_interval_s=5 > "$tmp/$name.log" 2>&1 || true
+  python3 - "$tmp/$name/summary.json" "$name" <<'PY' || { echo "$name: failed, its log: $tmp/$name.log"; tail -5 "$tmp/$name.log"; keep=1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"  learner {sys.argv[2]:<9} {s['sps']:7.0f} env steps/s  {s['wall_time_s']:6.1f} s  learner waiting "
+      f"{100 * s['learner_wait_s'] / s['wall_time_s']:.0f}%  policy lag {s['policy_lag_mean']:.1f}")
+PY
+done
+[ -n "${keep:-}" ] || rm -rf "$tmp"
