@@ -226,7 +226,14 @@ def case_r2d2_shards_central_resume(args):
     r = s2["final_mean_return"]
     print(f"RESULT CartPole-v1 r2d2, 2 shards, central inference, resumed at {st['env_steps']} env steps: mean return {r} "
           f"after {s2['env_steps']} env steps ({s2['stop_reason']})")
-    check(r is not None and r >= 250, f"mean return {r} >= 250 after the resume")
+    # The stop decision's window is the one that reached 250; episodes that end while the ranks stop
+    # move the final window (CI saw 250.93 at the decision and 249.49 at the end), so it is printed only.
+    dec = s2.get("stop_decision", {})
+    check(s2["stop_reason"] == "stop_mean_return" and dec.get("reason") == "stop_mean_return",
+          f"the resumed run stopped on its mean return ({s2['stop_reason']}, {dec})")
+    check(dec.get("mean_return", 0) >= 250 and dec.get("window_episodes") == 100,
+          f"decision mean {dec.get('mean_return')} over {dec.get('window_episodes')} episodes >= 250 after the resume "
+          f"(final window {r})")
 
 
 if __name__ == "__main__":
