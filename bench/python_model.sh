@@ -3,8 +3,9 @@
 # in one invocation, as ratios:
 #   learner  build/bench_learner (eager updates on synthetic batches, no MPI): samples/s of the MLP
 #            and the LRU policy, built-in vs Python;
-#   actors   a CartPole run (configs/classic.toml, 4 ranks: 2 actors with local inference), env steps/s
-#            built-in vs Python, and the Python actors' cost per step over the built-in's;
+#   actors   a CartPole run (configs/classic.toml, 4 ranks: 2 actors with local inference, its
+#            synchronous actors off so that they step freely as the measurements here always did),
+#            env steps/s built-in vs Python, and the Python actors' cost per step over the built-in's;
 #   central  the same run with central inference (5 ranks: an inference rank serves the 2 actors):
 #            env steps/s, and the inference rank's forward pass per batch (ms, rows per batch, us
 #            per row) from its summary.json, built-in vs Python.
@@ -47,6 +48,7 @@ actors() {  # label sets...
   local sets=()
   for s in "$@"; do sets+=(--set "$s"); done
   mpirun -n 4 --oversubscribe build/mpirl train --config configs/classic.toml --set 'learner.value_norm="none"' \
+    --set actor.synchronous=false \
     --set run.total_env_steps="$STEPS" --set run.out_dir="\"$OUT\"" --set run.name="\"$label\"" \
     --set 'run.checkpoint="never"' --set run.tensorboard=false --set 'run.progress="lines"' "${sets[@]}" > "$OUT/$label.log" 2>&1
   python3 -c "import json; s=json.load(open('$OUT/$label/summary.json')); print('$label', s['sps'])"
@@ -60,6 +62,7 @@ central() {  # label sets...: the run's SPS, then the inference rank's forward m
   local sets=()
   for s in "$@"; do sets+=(--set "$s"); done
   mpirun -n 5 --oversubscribe build/mpirl train --config configs/classic.toml --set 'learner.value_norm="none"' \
+    --set actor.synchronous=false \
     --set 'actor.inference="central"' --set run.total_env_steps="$STEPS" --set run.out_dir="\"$OUT\"" \
     --set run.name="\"$label\"" --set 'run.checkpoint="never"' --set run.tensorboard=false \
     --set 'run.progress="lines"' "${sets[@]}" > "$OUT/$label.log" 2>&1

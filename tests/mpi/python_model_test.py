@@ -90,7 +90,8 @@ def case_learn_repeat_previous_python(args):
 
 def case_python_model_paths(args):
     path = write(args, "mlp.py", page_files()["mlp.py"])
-    sets = [f'model.python="{path}:make"', 'actor.inference="central"',
+    # classic.toml's synchronous actors need local inference: this case is about central inference
+    sets = [f'model.python="{path}:make"', 'actor.inference="central"', "actor.synchronous=false",
             "run.total_env_steps=40000", 'run.checkpoint="end"', "run.log_interval_s=1"]
     p, dt, d = run(args, 5, sets, 300, config=os.path.join(CONFIGS, "classic.toml"))
     s = finished_run(p, d, 40000)
