@@ -2,6 +2,8 @@
 # The GPU check in one call (issue 30): everything a lent GPU machine should measure, within about
 # 8 minutes on one GPU and 16 cores, into one results file. What needs CUDA is skipped, and said
 # to be, on a machine without it (the rehearsal on the CPU).
+#   0. only when asked (GPU_CHECK_PARTS=learn, a call of its own): the Atari suite's learning run,
+#      Breakout with a GPU learner and central inference for GPU_CHECK_LEARN_SECONDS (default 480)
 #   1. mpirl selftest on one rank (scan, step and central inference on the GPU)
 #   2. Atari Breakout with the learner on the GPU, the same ranks twice for SECONDS each: local
 #      inference (1 learner, 1 replay, RANKS-2 actors) and central inference (1 inference rank on
@@ -14,7 +16,8 @@
 # Usage: bench/gpu_check.sh [BUILD_DIR=build] [RESULTS=bench/out/gpu_check.txt]
 # Environment: GPU_CHECK_RANKS (default: the cores, at most 16), GPU_CHECK_SECONDS (default 120),
 # GPU_CHECK_ENVS (envs per actor, default 8 as configs/atari_breakout.toml; the ceiling uses as
-# many), GPU_CHECK_PARTS (default "selftest breakout tests kernels": which steps to run),
+# many), GPU_CHECK_PARTS (default "selftest breakout tests kernels": which steps to run; "learn"
+# is part 0, with GPU_CHECK_LEARN_SECONDS and GPU_CHECK_LEARN_SEED, default 1),
 # GPU_CHECK_PYTHON (the Python with ale-py for the env-only ceiling; default: the one mpirl embeds,
 # else python3), MPIRUN (default mpirun).
 set -uo pipefail
@@ -56,6 +59,25 @@ else
   say "GPU: none visible (nvidia-smi absent or failing): the CUDA steps are skipped below, and said to be"
 fi
 say "mpirun: $($mpirun --version 2>&1 | head -1); binaries: $bin"
+
+# 0. (part "learn", its own call: GPU_CHECK_PARTS=learn) Atari Breakout learning for
+# GPU_CHECK_LEARN_SECONDS, the atari suite's run (bench/suites.py: GPU learner, central inference)
+# through bench/learning.py, so that its results.csv and curves/ come back in the suite's form:
+# bench/suite_import.py --out bench/results/suites/atari --results <RESULTS' folder>/atari
+if part learn; then
+  learn_secs=${GPU_CHECK_LEARN_SECONDS:-480}
+  learn_out="$(cd "$(dirname "$results")" && pwd)/atari"
+  # The suite's learner is on CUDA; the rehearsal on a CPU-only machine moves it to the CPU. The
+  # replay holds two rounds of every actor's rollouts (as part 2's runs); the last --set wins.
+  on_cpu=()
+  ((gpu)) || on_cpu=('learner.device="cpu"')
+  run "Atari suite: Breakout learning, learner on $( ((gpu)) && echo cuda || echo cpu), central inference, $ranks ranks, ${learn_secs} s" \
+    $((learn_secs + 120)) python3 "$root/bench/learning.py" --mpirl "$bin/mpirl" \
+    --mpirun "$mpirun" --ranks "$ranks" --suite atari --seeds "${GPU_CHECK_LEARN_SEED:-1}" --out "$learn_out" \
+    --set "${on_cpu[@]}" run.max_wall_seconds="$learn_secs" run.log_interval_s=5 \
+    env.num_envs="$envs" replay.capacity=$((envs * ranks * 2))
+  say "(the run's results.csv, curves/ and runs/: $learn_out)"
+fi
 
 # 1. The self-checks, central inference included, on this machine's device.
 part selftest && run "mpirl selftest (1 rank)" 120 "$mpirun" -n 1 --oversubscribe "$bin/mpirl" selftest --config "$root/configs/atari_breakout.toml"

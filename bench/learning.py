@@ -181,7 +181,15 @@ def machine():
             cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
         pass
-    return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}"
+    gpu = ""
+    try:  # the GPUs a run could use (a lend's runs; nothing where nvidia-smi is absent or fails)
+        names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                               text=True, timeout=30)
+        lines = [l.strip() for l in names.stdout.splitlines() if l.strip()] if names.returncode == 0 else []
+        gpu = f", {len(lines)} x {lines[0]}" if lines else ""
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return f"{os.cpu_count()} cores, {cpu}{gpu}, {platform.system()} {platform.release()}"
 
 
 def write_csv(out, results):
@@ -202,8 +210,8 @@ def write_outputs(args, results):
     note = (" --hold: every run went on past its threshold to its budget; \"lowest after\" is the lowest "
             "100-episode mean from the first at or above the threshold on (a collapse shows there).") if hold else ""
     lines = [f"# mpirl learning benchmark ({time.strftime('%Y-%m-%d %H:%M')})", "",
-             f"Machine: {machine()}; {args.ranks} MPI ranks (1 learner, 1 replay, {args.ranks - 2} actors), one run "
-             "at a time." + note, "", "Per seed:", "",
+             f"Machine: {machine()}; {args.ranks} MPI ranks (1 learner, 1 replay, with central inference 1 "
+             f"inference rank, the rest actors), one run at a time." + note, "", "Per seed:", "",
              "| task | seed | threshold | steps to threshold | time to threshold (s) | final return | env steps | "
              "wall (s) | SPS | policy lag (median) |" + low_h + " stop |",
              "|---|---|---|---|---|---|---|---|---|---|" + low_sep + "---|"]

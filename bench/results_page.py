@@ -29,7 +29,16 @@ TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar"
           "minatar_10m": "MinAtar at 10M steps (gymnax's budget)",
           "minatar_paper": "MinAtar with the package's settings (APPO)",
           "r2d2_minatar": "MinAtar with the package's settings (R2D2)",
-          "r2d2_classic": "Classic control (R2D2)"}
+          "r2d2_classic": "Classic control (R2D2)", "atari": "Atari (GPU learner, central inference)"}
+# How a suite's runs shared their machine, where it is not the usual one to five at a time.
+RUN_NOTES = {"atari": "One run per call of a lend, alone on the machine."}
+# Why a suite may have no results yet.
+NOT_RUN = {"atari": "Atari runs on a lent GPU machine, the first call of the lend: `GPU_CHECK_PARTS=learn "
+                   "bench/gpu_check.sh` ([Benchmarks](benchmarks.md))."}
+# What a suite's runs do that its heading cannot say.
+NOTES = {"atari": "Run on a lent GPU machine by `bench/gpu_check.sh` (part `learn`), whose call is 10 minutes: "
+                  "the run stops at its wall-clock limit, so a row's env steps say where it got, short of the "
+                  "budget, and its score is the last 100 episodes there."}
 TUNING = (1, 2, 3)
 
 
@@ -97,7 +106,7 @@ def suite_section(suite, rows):
     extra = " with " + ", ".join(f"`{s}`" for s in common) if common else ""
     out = [f"## {TITLES.get(suite, suite)}", "",
            f"`configs/{config}`{extra} for every env (only `env.id` changes), {budget:,} env steps per run, "
-           f"`bench/learning.py --suite {suite}`.", "",
+           f"`bench/learning.py --suite {suite}`." + (" " + NOTES[suite] if suite in NOTES else ""), "",
            "| env | seeds 1-3 (tuning) | seeds 4-6 (held out) | reference | reached it | steps to it (median) "
            "| time to it (median) | the reference's wall per run | wall per run (median) | env steps/s (median) |",
            "|---|---|---|---|---|---|---|---|---|---|"]
@@ -130,8 +139,8 @@ def suite_section(suite, rows):
                    f"{r['final_mean_return']:.1f} | {'-' if r['steps_to_threshold'] is None else r['steps_to_threshold']} | "
                    f"{tts} | {r['env_steps']} | {r['wall_time_s']:.0f} s | {r['sps']:.0f} |")
     machines = sorted({r["machine"] for r in rows if r.get("machine")})
-    out += ["", "Machine: " + "; ".join(machines) + ". Runs were made one to five at a time, so wall time and "
-            "env steps/s vary with what ran beside them.", "",
+    out += ["", "Machine: " + "; ".join(machines) + ". " + RUN_NOTES.get(suite, "Runs were made one to five at a "
+            "time, so wall time and env steps/s vary with what ran beside them."), "",
             f"![Return against env steps, every run](images/results-{suite}.png)", "",
             "The commands (also in the CSV's `command` column):", "", "```"]
     out += [r["command"] for r in sorted(rows, key=lambda r: (SUITES[suite].index(r["task"]), r["seed"]))]
@@ -205,9 +214,10 @@ def page():
            "100-episode mean reached the reference.", ""]
     for s in suites:
         out += (memory_section if s == "memory" else suite_section)(s, read(s))
-    missing = [TITLES.get(s, s) for s in SUITES if s not in suites]
+    missing = [s for s in SUITES if s not in suites]
     if missing:
-        out += ["## Not run yet", "", ", ".join(missing) + ": no committed results.", ""]
+        out += ["## Not run yet", "", ", ".join(TITLES.get(s, s) for s in missing) + ": no committed results." +
+                "".join(" " + NOT_RUN[s] for s in missing if s in NOT_RUN), ""]
     return "\n".join(out)
 
 

@@ -86,6 +86,10 @@ def merge(out, src):
     for r in new:
         cmd = r["command"].replace(os.path.join(src, "runs"), f"bench/out/{suite}/runs")
         cmd = cmd.replace(learning.ROOT + os.sep, "")
+        # Rows made on another machine (a GPU lend: bench/gpu_check.sh part "learn") name its
+        # checkout and output folder: the configs become this checkout's, the runs bench/out's.
+        cmd = re.sub(r"(?<=\s)\S*/(configs/[\w.-]+\.toml)", r"\1", cmd)
+        cmd = re.sub(r'run\.out_dir="[^"]*"', f'run.out_dir="bench/out/{suite}/runs"', cmd)
         r["command"] = re.sub(r"(--oversubscribe) \S*/mpirl\w* (train )", r"\1 build/mpirl \2", cmd)
         curve = os.path.join(src, "curves", f"{r['task']}-s{r['seed']}.csv")
         if os.path.exists(curve):
