@@ -3,7 +3,7 @@
 # 8 minutes on one GPU and 16 cores, into one results file. What needs CUDA is skipped, and said
 # to be, on a machine without it (the rehearsal on the CPU).
 #   0. only when asked (GPU_CHECK_PARTS=learn, a call of its own): the Atari suite's learning run,
-#      Breakout with a GPU learner and central inference for GPU_CHECK_LEARN_SECONDS (default 480)
+#      Breakout with a GPU learner and central inference for GPU_CHECK_LEARN_SECONDS (default 460)
 #   1. mpirl selftest on one rank (scan, step and central inference on the GPU)
 #   2. Atari Breakout with the learner on the GPU, the same ranks twice for SECONDS each: local
 #      inference (1 learner, 1 replay, RANKS-2 actors) and central inference (1 inference rank on
@@ -65,18 +65,22 @@ say "mpirun: $($mpirun --version 2>&1 | head -1); binaries: $bin"
 # through bench/learning.py, so that its results.csv and curves/ come back in the suite's form:
 # bench/suite_import.py --out bench/results/suites/atari --results <RESULTS' folder>/atari
 if part learn; then
-  learn_secs=${GPU_CHECK_LEARN_SECONDS:-480}
+  learn_secs=${GPU_CHECK_LEARN_SECONDS:-460}
   learn_out="$(cd "$(dirname "$results")" && pwd)/atari"
   # The suite's learner is on CUDA; the rehearsal on a CPU-only machine moves it to the CPU. The
   # replay holds two rounds of every actor's rollouts (as part 2's runs); the last --set wins.
   on_cpu=()
   ((gpu)) || on_cpu=('learner.device="cpu"')
   run "Atari suite: Breakout learning, learner on $( ((gpu)) && echo cuda || echo cpu), central inference, $ranks ranks, ${learn_secs} s" \
-    $((learn_secs + 120)) python3 "$root/bench/learning.py" --mpirl "$bin/mpirl" \
-    --mpirun "$mpirun" --ranks "$ranks" --suite atari --seeds "${GPU_CHECK_LEARN_SEED:-1}" --out "$learn_out" \
+    $((learn_secs + 60)) python3 "$root/bench/learning.py" --mpirl "$bin/mpirl" --mpirun "$mpirun" \
+    --mpirun-arg=--bind-to --mpirun-arg=none --ranks "$ranks" --suite atari --seeds "${GPU_CHECK_LEARN_SEED:-1}" --out "$learn_out" \
     --set "${on_cpu[@]}" run.max_wall_seconds="$learn_secs" run.log_interval_s=5 \
     env.num_envs="$envs" replay.capacity=$((envs * ranks * 2))
-  say "(the run's results.csv, curves/ and runs/: $learn_out)"
+  if [ -f "$learn_out/results.csv" ]; then
+    say "(the run's results.csv, curves/ and runs/: $learn_out)"
+  else  # killed before learning.py wrote its table: what the run left
+    say "NO results.csv in $learn_out: the run's output and metrics so far are in $learn_out/runs/"
+  fi
 fi
 
 # 1. The self-checks, central inference included, on this machine's device.

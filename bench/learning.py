@@ -121,7 +121,7 @@ def read_rows(run_dir):
 def run_one(args, task, seed):
     config, sets, threshold, budget, wall = TASKS[task]
     name = f"{task}-s{seed}"
-    cmd = [args.mpirun, "-n", str(args.ranks), "--oversubscribe", args.mpirl, "train"]
+    cmd = [args.mpirun, "-n", str(args.ranks), *(args.mpirun_arg or []), "--oversubscribe", args.mpirl, "train"]
     if config:
         cmd += ["--config", os.path.join(ROOT, "configs", config)]
     over = [*sets, f"run.seed={seed}", f"run.total_env_steps={budget}", f"run.max_wall_seconds={wall}",
@@ -136,11 +136,17 @@ def run_one(args, task, seed):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
     t0 = time.time()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     run_dir = os.path.join(args.out, "runs", name)
+    # mpirl's output goes to a file as it comes (runs/NAME.out), so a run that fails, or a
+    # benchmark killed from outside (a lend's call ending), still says what happened.
+    log = os.path.join(args.out, "runs", f"{name}.out")
+    with open(log, "w") as f:
+        p = subprocess.run(cmd, env=env, stdout=f, stderr=subprocess.STDOUT)
     if p.returncode != 0:
-        sys.stdout.write(p.stdout[-2000:] + p.stderr[-2000:])
-        return {"task": task, "seed": seed, "error": f"exit {p.returncode}"}
+        with open(log, errors="replace") as f:
+            sys.stdout.write(f.read()[-4000:])
+        # run_dir kept: the curve of a run that failed part way is still written (write_curves)
+        return {"task": task, "seed": seed, "error": f"exit {p.returncode} (output: {log})", "run_dir": run_dir}
     s = json.load(open(os.path.join(run_dir, "summary.json")))
     rows = read_rows(run_dir)
     steps, secs = first_at(rows, threshold)
@@ -297,6 +303,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mpirl", default=os.path.join(ROOT, "build", "mpirl"))
     ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--mpirun-arg", action="append", help="an mpirun option for every run (repeat for more), "
+                    "e.g. --mpirun-arg=--bind-to --mpirun-arg=none")
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--tasks", nargs="+", default=["cartpole_default", "cartpole_appo", "acrobot", "synthetic_default"],
                     choices=sorted(TASKS))

@@ -38,7 +38,10 @@ NOT_RUN = {"atari": "Atari runs on a lent GPU machine, the first call of the len
 # What a suite's runs do that its heading cannot say.
 NOTES = {"atari": "Run on a lent GPU machine by `bench/gpu_check.sh` (part `learn`), whose call is 10 minutes: "
                   "the run stops at its wall-clock limit, so a row's env steps say where it got, short of the "
-                  "budget, and its score is the last 100 episodes there."}
+                  "budget, and its score is the last 100 episodes there. The config is Sample Factory's Atari "
+                  "recipe, not tuned on this suite: seed 1 sits in the tuning column by its number only. "
+                  "CleanRL's curves are a figure in its docs/rl-algorithms/ppo.md (ppo_atari); the plot draws "
+                  "its 10M figure as a line."}
 TUNING = (1, 2, 3)
 
 
@@ -60,12 +63,21 @@ def env_of(task):
     return task
 
 
+def effective_config(config):
+    """configs/default.toml (every key, with the binary's defaults) under configs/CONFIG's keys."""
+    with open(os.path.join(ROOT, "configs", "default.toml"), "rb") as f:
+        cfg = tomllib.load(f)
+    with open(os.path.join(ROOT, "configs", config), "rb") as f:
+        for section, keys in tomllib.load(f).items():
+            cfg.setdefault(section, {}).update(keys)
+    return cfg
+
+
 def overrides(command, config, task):
     """The `--set` keys of a recorded command that change the suite's config (beyond what
     bench/learning.py sets for every run: env.id, run.*, replay.dump and the task's own keys), as
     "key=value" strings: a row made before the config changed names what it ran with instead."""
-    with open(os.path.join(ROOT, "configs", config), "rb") as f:
-        cfg = tomllib.load(f)
+    cfg = effective_config(config)
     words, out = shlex.split(command), []
     task_keys = {kv.split("=", 1)[0] for kv in SUITE_TASKS[task][1]}
     for i, w in enumerate(words[:-1]):
