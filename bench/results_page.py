@@ -32,6 +32,10 @@ TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar"
           "r2d2_classic": "Classic control (R2D2)", "atari": "Atari (GPU learner, central inference)"}
 # How a suite's runs shared their machine, where it is not the usual one to five at a time.
 RUN_NOTES = {"atari": "One run per call of a lend, alone on the machine."}
+# How the memory suite's runs of each seed shared their machine (the CSV records the machine only).
+MEMORY_SEED_RUNS = {1: "one at a time on the Xeon VM, beside builds and tests at times",
+                    2: "on the AMD VM (41 cells) and the Xeon VM (7), mostly beside a MinAtar run",
+                    3: "one at a time on the AMD VM (its first LRU cells beside a few short runs)"}
 # Why a suite may have no results yet.
 NOT_RUN = {"atari": "Atari runs on a lent GPU machine, the first call of the lend: `GPU_CHECK_PARTS=learn "
                    "bench/gpu_check.sh` ([Benchmarks](benchmarks.md))."}
@@ -205,9 +209,10 @@ def memory_section(suite, rows):
                    f"{r['final_mean_return']:.3f} | {r['env_steps']} | {r['wall_time_s']:.0f} s | {r['sps']:.0f} |")
     machines = sorted({r["machine"] for r in rows if r.get("machine")})
     first = min(rows, key=lambda r: (order[r["task"]], r["seed"]))
-    out += ["", "Machine: " + "; ".join(machines) + ". Seed 1's runs were made one at a time (beside builds and tests at times); later seeds' ran "
-            "beside other work (seed 2's of December 1 beside a MinAtar run), so their wall time and "
-            "env steps/s vary with what ran beside them.", "",
+    seeds = sorted({r["seed"] for r in rows})
+    shared = "; ".join(f"seed {s}, {MEMORY_SEED_RUNS.get(s, 'not recorded')}" for s in seeds)
+    out += ["", "Machine: " + "; ".join(machines) + ". How each seed's runs shared their machine: " + shared +
+            ". Wall time and env steps/s vary with what ran beside them.", "",
             f"![Return against env steps, every run](images/results-{suite}.png)", "",
             "The commands are in the CSV's `command` column; they differ only in `env.id`, `model.core`, "
             "`run.seed` and `run.name`. The first:", "", "```", first["command"], "```", ""]
