@@ -117,6 +117,10 @@ for _id, _ref in R2D2_MINATAR.items():
     SUITE_TASKS[_name] = ("r2d2_minatar.toml", [f'env.id="{_id}"'], _ref, 5_000_000, 3600)
     SUITE_REFERENCES[_name] = f"MinAtar paper DQN: about {_ref} at 5M frames (read off its curves)"
     SUITES.setdefault("r2d2_minatar", []).append(_name)
+SUITE_TASKS["r2d2_cartpole"] = ("r2d2_cartpole.toml", [], 490.04, 600_000, 1800)
+SUITE_REFERENCES["r2d2_cartpole"] = "CleanRL ppo.py: 490.04 +- 6.12 at 500k steps (3 seeds)"
+SUITES["r2d2_classic"] = ["r2d2_cartpole"]
+
 # Atari (issue 41; a GPU lend only): Breakout with a GPU learner and central inference (one inference
 # rank, 2 env groups per actor), configs/atari_breakout.toml as shipped (ale-py v5: sticky actions
 # 0.25, full episodes, rewards clipped on the learner), against CleanRL's ppo_atari at 10M steps
@@ -131,9 +135,6 @@ for _id, _ref in ATARI.items():
     SUITE_REFERENCES[_name] = (f"CleanRL ppo_atari: {_ref[0]} +- {_ref[1]} at 10M steps (3 seeds; "
                                "v4 NoFrameskip: no sticky actions, life loss ends a training episode)")
     SUITES.setdefault("atari", []).append(_name)
-SUITE_TASKS["r2d2_cartpole"] = ("r2d2_cartpole.toml", [], 490.04, 600_000, 1800)
-SUITE_REFERENCES["r2d2_cartpole"] = "CleanRL ppo.py: 490.04 +- 6.12 at 500k steps (3 seeds)"
-SUITES["r2d2_classic"] = ["r2d2_cartpole"]
 
 
 def memory_cell(task):
