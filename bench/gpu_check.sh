@@ -49,6 +49,8 @@ run() {  # label, timeout seconds, command...: output into the results file, exi
 }
 gpu=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=1; fi
+device=cpu  # the learners' device in parts 0 and 2
+((gpu)) && device=cuda
 
 say "# mpirl GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
@@ -71,7 +73,7 @@ if part learn; then
   # replay holds two rounds of every actor's rollouts (as part 2's runs); the last --set wins.
   on_cpu=()
   ((gpu)) || on_cpu=('learner.device="cpu"')
-  run "Atari suite: Breakout learning, learner on $( ((gpu)) && echo cuda || echo cpu), central inference, $ranks ranks, ${learn_secs} s" \
+  run "Atari suite: Breakout learning, learner on $device, central inference, $ranks ranks, ${learn_secs} s" \
     $((learn_secs + 60)) python3 "$root/bench/learning.py" --mpirl "$bin/mpirl" --mpirun "$mpirun" \
     --mpirun-arg=--bind-to --mpirun-arg=none --ranks "$ranks" --suite atari --seeds "${GPU_CHECK_LEARN_SEED:-1}" --out "$learn_out" \
     --set "${on_cpu[@]}" run.max_wall_seconds="$learn_secs" run.log_interval_s=5 \
@@ -104,8 +106,6 @@ wait
 ale=$(python3 -c "import json,glob; print(sum(json.load(open(f))['sps'] for f in glob.glob('$tmp/ale*.json') if open(f).read().strip()))" 2>/dev/null || echo 0)
 say "(A) env-only ceiling: $ale SPS"
 [ -s "$tmp/ale.err" ] && tail -3 "$tmp/ale.err" | tee -a "$results"
-device=cpu
-((gpu)) && device=cuda
 breakout() {  # label, extra --set...
   local label=$1
   shift

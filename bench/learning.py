@@ -18,6 +18,7 @@ Not a test: numbers depend on the machine. Usage (bench/learning.sh wraps it):
 """
 import argparse
 import csv
+import functools
 import json
 import os
 import platform
@@ -180,6 +181,7 @@ def median_of(rows, key):
     return statistics.median(vals) if vals else None
 
 
+@functools.lru_cache(maxsize=None)  # once per process: it runs nvidia-smi
 def machine():
     cpu = ""
     try:
