@@ -32,10 +32,23 @@ TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar"
           "r2d2_classic": "Classic control (R2D2)", "atari": "Atari (GPU learner, central inference)"}
 # How a suite's runs shared their machine, where it is not the usual one to five at a time.
 RUN_NOTES = {"atari": "One run per call of a lend, alone on the machine."}
-# How the memory suite's runs of each seed shared their machine (the CSV records the machine only).
-MEMORY_SEED_RUNS = {1: "one at a time on the Xeon VM, beside builds and tests at times",
-                    2: "on the AMD VM (41 cells) and the Xeon VM (7), mostly beside a MinAtar run",
-                    3: "one at a time on the AMD VM (its first LRU cells beside a few short runs)"}
+# How each seed's runs of a suite shared their machine (the CSV records the machine only); a suite
+# listed here needs an entry for every seed it has, or its page says "not recorded".
+SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and tests at times",
+                        2: "on the AMD VM (41 cells) and the Xeon VM (7), mostly beside a MinAtar run",
+                        3: "one at a time on the AMD VM (its first LRU cells beside a few short runs)"},
+             "minatar_paper": {1: "on the Xeon VM, one to five runs at a time",
+                               2: "on the AMD VM, beside other runs (SpaceInvaders alone)",
+                               3: "one at a time on the AMD VM"}}
+
+
+def seed_runs(suite, rows):
+    """The machine line's account of how each seed's runs shared their machine."""
+    notes = SEED_RUNS[suite]
+    seeds = sorted({r["seed"] for r in rows})
+    return ("How each seed's runs shared their machine: " + "; ".join(
+        f"seed {s}, {notes.get(s, 'not recorded')}" for s in seeds) +
+        ". Wall time and env steps/s vary with what ran beside them.")
 # Why a suite may have no results yet.
 NOT_RUN = {"atari": "Atari runs on a lent GPU machine, the first call of the lend: `GPU_CHECK_PARTS=learn "
                    "bench/gpu_check.sh` ([Benchmarks](benchmarks.md))."}
@@ -155,8 +168,9 @@ def suite_section(suite, rows):
                    f"{r['final_mean_return']:.1f} | {'-' if r['steps_to_threshold'] is None else r['steps_to_threshold']} | "
                    f"{tts} | {r['env_steps']} | {r['wall_time_s']:.0f} s | {r['sps']:.0f} |")
     machines = sorted({r["machine"] for r in rows if r.get("machine")})
-    out += ["", "Machine: " + "; ".join(machines) + ". " + RUN_NOTES.get(suite, "Runs were made one to five at a "
-            "time, so wall time and env steps/s vary with what ran beside them."), "",
+    shared = seed_runs(suite, rows) if suite in SEED_RUNS else RUN_NOTES.get(
+        suite, "Runs were made one to five at a time, so wall time and env steps/s vary with what ran beside them.")
+    out += ["", "Machine: " + "; ".join(machines) + ". " + shared, "",
             f"![Return against env steps, every run](images/results-{suite}.png)", "",
             "The commands (also in the CSV's `command` column):", "", "```"]
     out += [r["command"] for r in sorted(rows, key=lambda r: (SUITES[suite].index(r["task"]), r["seed"]))]
@@ -209,10 +223,7 @@ def memory_section(suite, rows):
                    f"{r['final_mean_return']:.3f} | {r['env_steps']} | {r['wall_time_s']:.0f} s | {r['sps']:.0f} |")
     machines = sorted({r["machine"] for r in rows if r.get("machine")})
     first = min(rows, key=lambda r: (order[r["task"]], r["seed"]))
-    seeds = sorted({r["seed"] for r in rows})
-    shared = "; ".join(f"seed {s}, {MEMORY_SEED_RUNS.get(s, 'not recorded')}" for s in seeds)
-    out += ["", "Machine: " + "; ".join(machines) + ". How each seed's runs shared their machine: " + shared +
-            ". Wall time and env steps/s vary with what ran beside them.", "",
+    out += ["", "Machine: " + "; ".join(machines) + ". " + seed_runs(suite, rows), "",
             f"![Return against env steps, every run](images/results-{suite}.png)", "",
             "The commands are in the CSV's `command` column; they differ only in `env.id`, `model.core`, "
             "`run.seed` and `run.name`. The first:", "", "```", first["command"], "```", ""]
