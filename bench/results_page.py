@@ -39,7 +39,8 @@ SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and test
                         3: "one at a time on the AMD VM (its first LRU cells beside a few short runs)"},
              "minatar_paper": {1: "on the Xeon VM, one to five runs at a time",
                                2: "on the AMD VM, beside other runs (SpaceInvaders alone)",
-                               3: "one at a time on the AMD VM"}}
+                               3: "one at a time on the AMD VM", 4: "one at a time on the AMD VM",
+                               5: "one at a time on the AMD VM"}}
 
 
 def seed_runs(suite, rows):
