@@ -40,7 +40,8 @@ SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and test
              "minatar_paper": {1: "on the Xeon VM, one to five runs at a time",
                                2: "on the AMD VM, beside other runs (SpaceInvaders alone)",
                                3: "one at a time on the AMD VM", 4: "one at a time on the AMD VM",
-                               5: "one at a time on the AMD VM"}}
+                               5: "one at a time on the AMD VM (Asterix's run beside a fresh clone's build and "
+                                  "CartPole run for 4.5 of its minutes)"}}
 
 
 def seed_runs(suite, rows):
