@@ -51,6 +51,8 @@ def seed_runs(suite, rows):
     return ("How each seed's runs shared their machine: " + "; ".join(
         f"seed {s}, {notes.get(s, 'not recorded')}" for s in seeds) +
         ". Wall time and env steps/s vary with what ran beside them.")
+
+
 # Why a suite may have no results yet.
 NOT_RUN = {"atari": "Atari runs on a lent GPU machine, the first call of the lend: `GPU_CHECK_PARTS=learn "
                    "bench/gpu_check.sh` ([Benchmarks](benchmarks.md))."}
