@@ -3,7 +3,9 @@
   site              the site builds strictly (a broken link or anchor, a page in no table of
                     contents fails: scripts/docs.sh runs Sphinx with -W -n); every page of docs/
                     became a page of the site; the configuration page lists every key of
-                    configs/default.toml with its default (it is generated from that file)
+                    configs/default.toml with its default (it is generated from that file);
+                    docs/results.md and README.md's learning row are what bench/results_page.py
+                    writes from the committed suite results
   troubleshooting   every message quoted in a `### ` heading of docs/troubleshooting.md occurs in
                     the source: each piece between `...` markers verbatim, all in one source file (a few
                     marked "(Open MPI)" or "(Slurm)" are those tools' own)
@@ -58,7 +60,8 @@ def case_site(args):
     p = subprocess.run([sys.executable, os.path.join(args.repo, "bench", "results_page.py"), "--check"],
                        capture_output=True, text=True)
     sys.stdout.write(p.stdout + p.stderr)
-    check(p.returncode == 0, "docs/results.md is what bench/results_page.py writes from bench/results/suites/")
+    check(p.returncode == 0, "docs/results.md and README.md's learning row are what bench/results_page.py "
+          "writes from bench/results/suites/")
 
 
 SOURCE_EXT = (".cpp", ".h", ".inc", ".cu", ".cuh", ".py", ".sh", ".sbatch", ".toml", ".cmake",
