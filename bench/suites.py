@@ -22,9 +22,13 @@ MUJOCO = {
     "Humanoid-v4": (716.0, None),  # the issue's figure from the same table; its spread not copied
 }
 CLASSIC = {
-    "CartPole-v1": (490.04, 6.12),    # CleanRL ppo.py at 500k
-    "gym:Acrobot-v1": (-86.36, 1.32),  # CleanRL ppo.py at 500k (gymnasium's; CartPole and Pendulum are built in)
-    "Pendulum-v1": None,              # CleanRL: -1141.98 +- 135.55 at 8M (ppo_continuous_action); gymnax: -130 at 1M
+    # env id: (reference score, its spread or None, the reference's budget = the run's, its source)
+    "CartPole-v1": (490.04, 6.12, 500_000, "CleanRL ppo.py"),
+    "gym:Acrobot-v1": (-86.36, 1.32, 500_000, "CleanRL ppo.py"),  # gymnasium's; CartPole and Pendulum are built in
+    # gymnax-blines agents/Pendulum-v1/ppo.yaml: num_train_steps 1,000,000; the README's "R: -130" is the
+    # return of the trained checkpoint over its test rollouts (num_test_rollouts 164), not of training
+    # episodes. CleanRL's only Pendulum figure is at 8M steps: -1141.98 +- 135.55 (ppo_continuous_action).
+    "Pendulum-v1": (-130.0, None, 1_000_000, "gymnax PPO checkpoint"),
 }
 
 # MinAtar (mpirl's C++ ports, envs/minatar.h) under gymnax's set-up (configs/minatar.toml: no sticky
@@ -55,11 +59,12 @@ for _id, _ref in MUJOCO.items():
     SUITE_REFERENCES[_name] = (f"CleanRL ppo_continuous_action: {_ref[0]}{_pm} at 1M steps (3 seeds)" if _ref
                                else "CleanRL: no 1M figure; Sample Factory APPO: 5876 at 10M")
     SUITES.setdefault("mujoco", []).append(_name)
-for _id, _ref in CLASSIC.items():
+for _id, (_score, _std, _budget, _source) in CLASSIC.items():
     _name = "classic_" + _id.split(":")[-1].split("-")[0].lower()
-    SUITE_TASKS[_name] = ("classic.toml", [f'env.id="{_id}"'], _ref[0] if _ref else None, 500_000, 1800)
-    SUITE_REFERENCES[_name] = (f"CleanRL ppo.py: {_ref[0]} +- {_ref[1]} at 500k steps (3 seeds)" if _ref
-                               else "CleanRL ppo_continuous_action: -1141.98 +- 135.55 at 8M; gymnax PPO: -130 at 1M")
+    SUITE_TASKS[_name] = ("classic.toml", [f'env.id="{_id}"'], _score, _budget, 1800)
+    SUITE_REFERENCES[_name] = (f"{_source}: {_score} +- {_std} at {_budget // 1000}k steps (3 seeds)" if _std is not None
+                               else f"{_source}: {_score:.0f} at {_budget // 1_000_000}M steps (its test rollouts); "
+                                    "CleanRL ppo_continuous_action: -1141.98 +- 135.55 at 8M")
     SUITES.setdefault("classic", []).append(_name)
 
 for _id, _ref in MINATAR.items():
