@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes docs/results.md (and, with --plots, docs/images/results-SUITE.png) from the committed
 suite results: bench/results/suites/SUITE/results.csv and curves/TASK-sSEED.csv, as
-bench/learning.py --suite SUITE (or bench/suite_import.py) wrote them. The page is never edited by
-hand: `--check` exits 1 when docs/results.md is not what this script writes (docs.site runs it).
+bench/learning.py --suite SUITE (or bench/suite_import.py) wrote them, and the learning row of
+README.md's "Measured" table from the same CSVs. Neither is edited by hand: `--check` exits 1 when
+docs/results.md or that row is not what this script writes (docs.site runs it).
 
 Seeds 1-3 tuned the suite's config; seeds 4-6 are held out. The score is CleanRL's: the mean
 return of the last 100 training episodes at the budget.
