@@ -7,6 +7,12 @@ nodes (they are not descendants of the test: their share is reported as "outside
 
   bench/ctest_cpu.py run [--acct FILE] [--log FILE] -- ctest -j3 ...   (root; Debian package acct)
   bench/ctest_cpu.py report ACCT_FILE CTEST_LOG [--top N]
+  bench/ctest_cpu.py compare OLD_LOG NEW_LOG [--top N]
+
+`compare` sets two ctest (or whole `.ci/run`) logs side by side: the summed seconds of the tests
+both ran, so that a change in the test set is told apart from the machine's speed that day (a VM
+of the same kind ran the same tests 1.46x slower on one day than on another), the tests only one
+ran, the largest changes, and each log's `test.sh: setup .. build .. ctest ..` line.
 
 `run` turns accounting on into FILE, runs the command in build/, turns it off and reports. Each
 test is the process ctest started for it, matched by its elapsed time to the log's "Passed N sec";
@@ -48,6 +54,32 @@ def records(acct_file):
     return recs
 
 
+def test_times(log_file):
+    """{test name: seconds} of every finished test in a ctest log."""
+    with open(log_file, errors="replace") as f:
+        times = {n: float(t) for n, t in re.findall(r"Test\s+#\d+: (\S+) \.+\s+\S+\s+([\d.]+) sec", f.read())}
+    if not times:
+        sys.exit(f"ctest_cpu: {log_file} names no finished test ('Test #N: name .... Passed S sec')")
+    return times
+
+
+def compare(old_log, new_log, top):
+    old, new = test_times(old_log), test_times(new_log)
+    both = sorted(set(old) & set(new))
+    so, sn = sum(old[n] for n in both), sum(new[n] for n in both)
+    for f in (old_log, new_log):
+        with open(f, errors="replace") as fh:
+            phases = re.findall(r"test\.sh: setup \d+ s, build \d+ s, ctest \d+ s", fh.read())
+        print(f"{f}: {len(test_times(f))} tests; {phases[-1] if phases else 'no test.sh line'}")
+    print(f"the {len(both)} tests both ran: {so:.0f} s -> {sn:.0f} s (x{sn / so:.2f})")
+    for name, only, log in (("old", set(old) - set(new), old), ("new", set(new) - set(old), new)):
+        if only:
+            print(f"only in {name}: " + ", ".join(f"{n} {log[n]:.0f} s" for n in sorted(only, key=lambda n: -log[n])))
+    print(f"largest changes (old s, new s, new/old):")
+    for n in sorted(both, key=lambda n: -abs(new[n] - old[n]))[:top]:
+        print(f"  {n:50s} {old[n]:7.1f} {new[n]:7.1f}  x{new[n] / max(old[n], 0.01):.2f}")
+
+
 def report(acct_file, log_file, top):
     recs = records(acct_file)
     runs = [r for r in recs if r["comm"] == "ctest"]
@@ -56,10 +88,7 @@ def report(acct_file, log_file, top):
     ctest = max(runs, key=lambda r: r["et"])
     # Only what ran while ctest did (an accounting file of a whole .ci/run also holds the build).
     recs = [r for r in recs if ctest["start"] - 1 <= r["start"] <= ctest["start"] + ctest["et"] + 1]
-    with open(log_file, errors="replace") as f:
-        times = [(float(t), n) for n, t in re.findall(r"Test\s+#\d+: (\S+) \.+\s+\S+\s+([\d.]+) sec", f.read())]
-    if not times:
-        sys.exit(f"ctest_cpu: {log_file} names no finished test ('Test #N: name .... Passed S sec')")
+    times = [(t, n) for n, t in test_times(log_file).items()]
     by_pid = collections.defaultdict(list)
     for r in recs:
         by_pid[r["pid"]].append(r)
@@ -136,7 +165,17 @@ def main():
     p.add_argument("acct")
     p.add_argument("log")
     p.add_argument("--top", type=int, default=60)
+    c = sub.add_parser("compare")
+    c.add_argument("old")
+    c.add_argument("new")
+    c.add_argument("--top", type=int, default=15)
     a = ap.parse_args()
+    if a.mode == "compare":
+        for f in (a.old, a.new):
+            if not os.path.isfile(f):
+                sys.exit(f"ctest_cpu: {f}: no such file")
+        compare(a.old, a.new, a.top)
+        return
     if a.mode == "run":
         cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
         rc = run(a.acct, a.log, cmd)
