@@ -54,28 +54,34 @@ def records(acct_file):
     return recs
 
 
-def test_times(log_file):
-    """{test name: seconds} of every finished test in a ctest log."""
-    with open(log_file, errors="replace") as f:
-        times = {n: float(t) for n, t in re.findall(r"Test\s+#\d+: (\S+) \.+\s+\S+\s+([\d.]+) sec", f.read())}
+def test_times(log_file, text=None):
+    """{test name: seconds} of every finished test in a ctest log (TEXT: the log, already read)."""
+    if text is None:
+        with open(log_file, errors="replace") as f:
+            text = f.read()
+    times = {n: float(t) for n, t in re.findall(r"Test\s+#\d+: (\S+) \.+\s+\S+\s+([\d.]+) sec", text)}
     if not times:
         sys.exit(f"ctest_cpu: {log_file} names no finished test ('Test #N: name .... Passed S sec')")
     return times
 
 
 def compare(old_log, new_log, top):
-    old, new = test_times(old_log), test_times(new_log)
-    both = sorted(set(old) & set(new))
-    so, sn = sum(old[n] for n in both), sum(new[n] for n in both)
+    logs = []
     for f in (old_log, new_log):
         with open(f, errors="replace") as fh:
-            phases = re.findall(r"test\.sh: setup \d+ s, build \d+ s, ctest \d+ s", fh.read())
-        print(f"{f}: {len(test_times(f))} tests; {phases[-1] if phases else 'no test.sh line'}")
+            text = fh.read()
+        times = test_times(f, text)
+        phases = re.findall(r"test\.sh: setup \d+ s, build \d+ s, ctest \d+ s", text)
+        print(f"{f}: {len(times)} tests; {phases[-1] if phases else 'no test.sh line'}")
+        logs.append(times)
+    old, new = logs
+    both = set(old) & set(new)
+    so, sn = sum(old[n] for n in both), sum(new[n] for n in both)
     print(f"the {len(both)} tests both ran: {so:.0f} s -> {sn:.0f} s (x{sn / so:.2f})")
     for name, only, log in (("old", set(old) - set(new), old), ("new", set(new) - set(old), new)):
         if only:
             print(f"only in {name}: " + ", ".join(f"{n} {log[n]:.0f} s" for n in sorted(only, key=lambda n: -log[n])))
-    print(f"largest changes (old s, new s, new/old):")
+    print("largest changes (old s, new s, new/old):")
     for n in sorted(both, key=lambda n: -abs(new[n] - old[n]))[:top]:
         print(f"  {n:50s} {old[n]:7.1f} {new[n]:7.1f}  x{new[n] / max(old[n], 0.01):.2f}")
 
@@ -171,9 +177,15 @@ def main():
     c.add_argument("--top", type=int, default=15)
     a = ap.parse_args()
     if a.mode == "compare":
-        for f in (a.old, a.new):
-            if not os.path.isfile(f):
-                sys.exit(f"ctest_cpu: {f}: no such file")
+        files = (a.old, a.new)
+    elif a.mode == "report":
+        files = (a.acct, a.log)
+    else:
+        files = ()
+    for f in files:
+        if not os.path.isfile(f):
+            sys.exit(f"ctest_cpu: {f}: no such file")
+    if a.mode == "compare":
         compare(a.old, a.new, a.top)
         return
     if a.mode == "run":
@@ -181,9 +193,6 @@ def main():
         rc = run(a.acct, a.log, cmd)
         report(a.acct, a.log, a.top)
         sys.exit(rc)
-    for f in (a.acct, a.log):
-        if not os.path.isfile(f):
-            sys.exit(f"ctest_cpu: {f}: no such file")
     report(a.acct, a.log, a.top)
 
 
