@@ -3,6 +3,9 @@
 // step, in the same process. Prints one JSON line per mode with samples/s (T * B per update) and
 // the graph / eager ratio. Issue 10's figure 3: --policy mlp and --policy lru at T = 32, B = 256:
 //   build/bench_learner --device cuda --policy lru --T 32 --B 256
+// A shipped config's learner on the CPU (its batch_size, rollout_len, epochs and minibatches; a
+// box action space gets Gaussian actions), e.g. the MuJoCo suite's APPO:
+//   build/bench_learner --device cpu --config configs/mujoco.toml --modes eager
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,10 +23,12 @@
 int main(int argc, char** argv) {
   CLI::App app{"learner updates per second: eager vs CUDA graph"};
   std::vector<std::string> sets;
-  std::string device = "cuda", policy = "mlp", modes = "both";
+  std::string device = "cuda", policy = "mlp", modes = "both", config;
   int64_t T = 32, B = 256;
   double seconds = 10;
   int warmup = 20;
+  app.add_option("--config", config, "a config file: its learner, model and env (T, B and --policy then come "
+                 "from it unless given)");
   app.add_option("--set", sets, "config override section.key=value (as mpirl train)")->take_all();
   app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--policy", policy, "mlp (no core) or lru (LRU scan core)")->check(CLI::IsMember({"mlp", "lru"}));
@@ -35,10 +40,16 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   using namespace mpirl;
   using namespace mpirl::learner;
-  std::vector<std::string> all = {fmt::format("learner.batch_size={}", B), fmt::format("actor.rollout_len={}", T),
-                                  policy == "lru" ? "model.core=\"lru\"" : "model.core=\"none\""};
+  std::vector<std::string> all;
+  if (config.empty() || app.count("--B")) all.push_back(fmt::format("learner.batch_size={}", B));
+  if (config.empty() || app.count("--T")) all.push_back(fmt::format("actor.rollout_len={}", T));
+  if (config.empty() || app.count("--policy"))
+    all.push_back(policy == "lru" ? "model.core=\"lru\"" : "model.core=\"none\"");
   all.insert(all.end(), sets.begin(), sets.end());
-  Config cfg = load_config("", all);
+  Config cfg = load_config(config, all);
+  T = cfg.actor.rollout_len;
+  B = cfg.learner.batch_size;
+  policy = cfg.model.core == "none" ? "mlp" : cfg.model.core;
   const torch::Device dev = device == "cuda" ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   if (dev.is_cuda() && !torch::cuda::is_available()) {
     fmt::print(stderr, "--device cuda: no CUDA device visible\n");
@@ -48,7 +59,14 @@ int main(int argc, char** argv) {
   auto spec = envs::env_spec(cfg);
   const int64_t D = spec.obs_size(), A = spec.num_actions, S = models::state_size(cfg, spec);
   std::vector<TrainBatch> batches;
-  for (uint64_t k = 0; k < 4; ++k) batches.push_back(testing::random_batch(T, B, D, A, S, k, false, dev));
+  for (uint64_t k = 0; k < 4; ++k) {
+    batches.push_back(testing::random_batch(T, B, D, std::max<int64_t>(A, 1), S, k, false, dev));
+    if (!spec.discrete) {  // Gaussian actions near a unit-variance policy's
+      auto& b = batches.back();
+      b.actions = torch::randn({T, B, spec.action_dim}).to(dev);
+      b.behaviour_logp = (-1.42 * double(spec.action_dim) + 0.1 * torch::randn({T, B})).to(dev);
+    }
+  }
   auto sync = [&] {
     if (dev.is_cuda()) torch::cuda::synchronize();
   };

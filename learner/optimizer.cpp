@@ -63,11 +63,15 @@ class Adam final : public DeviceOptimizer {
  public:
   Adam(std::vector<torch::Tensor> params, const AdamHyper& h, bool lr_tensor)
       : DeviceOptimizer(std::move(params), h.lr, lr_tensor), h_(h) {
-    // Per parameter: step (float32 scalar on its device), exp_avg, exp_avg_sq.
-    for (auto& p : params_) {
-      state_.push_back(torch::zeros({}, p.options().dtype(torch::kFloat32)));
-      state_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
-      state_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+    // Per parameter: step (float32 scalar on its device), exp_avg, exp_avg_sq. The steps are
+    // elements of one tensor (on the first parameter's device: all must share it, as the fused
+    // kernel needs), so that a step where every parameter has a gradient counts them all with one
+    // op, not one per parameter.
+    if (!params_.empty()) steps_ = torch::zeros({int64_t(params_.size())}, params_[0].options().dtype(torch::kFloat32));
+    for (size_t i = 0; i < params_.size(); ++i) {
+      state_.push_back(steps_[int64_t(i)]);
+      state_.push_back(torch::zeros_like(params_[i], torch::MemoryFormat::Contiguous));
+      state_.push_back(torch::zeros_like(params_[i], torch::MemoryFormat::Contiguous));
     }
   }
   std::string name() const override { return "adam (fused, device step count)"; }
@@ -83,7 +87,10 @@ class Adam final : public DeviceOptimizer {
       v.push_back(state_[3 * i + 2]);
     }
     if (p.empty()) return;
-    at::_foreach_add_(steps, 1);  // the fused kernel reads the incremented count (as torch.optim.Adam)
+    const bool all = p.size() == params_.size();
+    // the fused kernel reads the incremented count (as torch.optim.Adam)
+    if (all) steps_.add_(1);
+    else at::_foreach_add_(steps, 1);
     // found_inf = skip: the fused kernel leaves parameters and moments as they are (what
     // torch.optim.Adam does for GradScaler), and the count goes back, as torch.optim.Adam does.
     const std::optional<torch::Tensor> found_inf = skip.defined() ? std::optional<torch::Tensor>(skip) : std::nullopt;
@@ -93,11 +100,15 @@ class Adam final : public DeviceOptimizer {
     else
       at::_fused_adam_(p, gr, m, v, {}, steps, lr_, h_.beta1, h_.beta2, /*weight_decay=*/0.0, h_.eps,
                        /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
-    if (skip.defined()) at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), skip));
+    if (skip.defined()) {
+      if (all) steps_.sub_(skip);
+      else at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), skip));
+    }
   }
 
  private:
   AdamHyper h_;
+  torch::Tensor steps_;  // [parameters] float32: the state's step counts are its elements
 };
 
 class Rmsprop final : public DeviceOptimizer {

@@ -13,16 +13,14 @@ namespace mpirl::learner {
 
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard g;
-  std::vector<torch::Tensor> norms;
+  std::vector<torch::Tensor> grads;
   for (auto& p : params)
-    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
-  if (norms.empty()) return torch::zeros({});
-  auto total = torch::stack(norms).norm(2);
-  if (max_norm > 0) {
-    auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
-    for (auto& p : params)
-      if (p.grad().defined()) p.grad().mul_(coef);
-  }
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return torch::zeros({});
+  // Multi-tensor ops: one for the norms and one for the scaling, not one of each per parameter
+  // (dispatches are most of a small MLP's step on a CPU).
+  auto total = torch::stack(at::_foreach_norm(grads, 2)).norm(2);
+  if (max_norm > 0) at::_foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_max(1.0));
   return total;
 }
 
@@ -113,7 +111,8 @@ StepFns Trainer::step_fns() {
     optim_->zero_grad(true);
     auto out = algo_->forward(*model_, b);
     LossTerms l = algo_->loss(spec_, b, out, lo_);
-    l.total = l.total * (1 + nan_);  // x 1, or from the test hook on x NaN: NaN loss and gradients
+    // x 1, or from the test hook on x NaN: NaN loss and gradients (an eager step leaves out the x 1)
+    if (mode_ != StepMode::Eager || nan_on_) l.total = l.total * (1 + nan_);
     {
       models::GilRelease gil;  // model.python: autograd threads may need the GIL for the module's graph
       l.total.backward();
@@ -212,6 +211,10 @@ UpdateResult Trainer::update(TrainBatch& received, const BootInputs& boot) {
     // learner's and restored on resume), so the self-check's repeated update draws the same orders.
     const TrainBatch& order = algo_->shuffles() ? shuffled = batch.select_batch(shuffle_order_on(B, device_)) : batch;
     for (int64_t s = 0; s < B; s += mb) {
+      // The logging-only loss terms are read from the update's last step, and the priorities
+      // from the first pass where prepare() did not set them: an eager step computes them there
+      // only (a static step's captured graph always does).
+      lo_.stats = copies || (ep + 1 == algo_->epochs() && s + mb >= B) || (ep == 0 && !batch.priorities.defined());
       // A static step copies the slice into its buffers; one minibatch is the batch itself.
       o = step(mb == B ? order : order.slice_batch(s, s + mb));
       algo_->after_step();
@@ -220,6 +223,7 @@ UpdateResult Trainer::update(TrainBatch& received, const BootInputs& boot) {
         prios.push_back(copies ? o.loss.priorities.clone() : o.loss.priorities);
     }
   }
+  lo_.stats = true;
   r.last = copies ? own(o.loss) : o.loss;
   r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
   r.priorities = batch.priorities.defined() ? batch.priorities : prios.size() == 1 ? prios[0] : torch::cat(prios);
@@ -269,6 +273,7 @@ bool Trainer::restore(double lr_factor) {
 void Trainer::inject_nan(bool on) {
   torch::NoGradGuard g;
   nan_.fill_(on ? std::nan("") : 0.0);
+  nan_on_ = on;
 }
 
 }  // namespace mpirl::learner

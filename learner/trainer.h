@@ -123,6 +123,7 @@ class Trainer {
   // On the device, float32 scalars: 1 when the last step was skipped; steps skipped; in a row;
   // the test hook's factor on the loss, minus 1 (0 or NaN). Updated inside the (captured) step.
   torch::Tensor skip_, skipped_, in_a_row_, nan_;
+  bool nan_on_ = false;  // inject_nan(true): nan_ holds NaN
   std::vector<torch::Tensor> snapshot_;  // rollback: copies of every tensor a step changes
   double lr_factor_ = 1;
 };

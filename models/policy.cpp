@@ -105,9 +105,12 @@ torch::Tensor PolicyImpl::normalize_obs(const torch::Tensor& obs) const {
   return ((flat - obs_shift_) * obs_scale_).clamp_(-obs_clip_, obs_clip_).view(obs.sizes());
 }
 
-torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
+torch::Tensor PolicyImpl::input(const torch::Tensor& raw) const {
   // uint8 pixels travel as uint8 up to here and become floats in [0, 1] on the policy's device.
-  const torch::Tensor obs = raw.scalar_type() == torch::kUInt8 ? raw.to(torch::kFloat32).mul_(1.0 / 255) : normalize_obs(raw);
+  return raw.scalar_type() == torch::kUInt8 ? raw.to(torch::kFloat32).mul_(1.0 / 255) : normalize_obs(raw);
+}
+
+torch::Tensor PolicyImpl::torso(const torch::Tensor& obs) {
   if (cnn_) {  // [..., C, H, W] -> [N, C, H, W] -> [..., features]
     std::vector<int64_t> lead(obs.sizes().begin(), obs.sizes().end() - obs_rank_);
     auto h = cnn_(obs.reshape({-1, obs.size(-3), obs.size(-2), obs.size(-1)}));
@@ -123,10 +126,9 @@ torch::Tensor PolicyImpl::torso(const torch::Tensor& raw) {
 torch::Tensor PolicyImpl::value_of(const torch::Tensor& h, const torch::Tensor& obs) {
   torch::Tensor vh = h;
   if (separate_critic_) {
-    // The separate critic: its own MLP over the observations as the torso sees them (pixels
-    // scaled, float observations normalised; flattened).
-    vh = obs.scalar_type() == torch::kUInt8 ? obs.to(torch::kFloat32).mul_(1.0 / 255) : normalize_obs(obs);
-    vh = obs_rank_ > 1 ? vh.flatten(vh.dim() - obs_rank_) : vh;
+    // The separate critic: its own MLP over the observations as the torso sees them (input():
+    // pixels scaled, float observations normalised; flattened here).
+    vh = obs_rank_ > 1 ? obs.flatten(obs.dim() - obs_rank_) : obs;
     for (auto& l : critic_) vh = relu_ ? torch::relu(l(vh)) : torch::tanh(l(vh));
   }
   // In return units (PopArt keeps the head's output normalised): exact 1 * v + 0 without it.
@@ -160,7 +162,8 @@ PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
     return {o.dist.reshape(dshape), o.value.reshape(lead)};
   }
   TORCH_CHECK(!core_, "Policy::forward is for feed-forward policies; use step() or unroll() with a recurrent core");
-  return heads(torso(obs), obs);
+  const auto x = input(obs);
+  return heads(torso(x), x);
 }
 
 torch::Tensor PolicyImpl::initial_state(int64_t B) const {
@@ -175,9 +178,10 @@ PolicyOutput PolicyImpl::unroll(const torch::Tensor& obs, const torch::Tensor& i
     PolicyOutput o = py_->unroll(py_obs(obs), is_init.to(torch::kFloat32), s0);
     return {o.dist, py_value(o.value)};
   }
-  auto h = torso(obs);
+  const auto x = input(obs);
+  auto h = torso(x);
   if (core_) h = core_->sequence(h, state0, is_init).first;
-  return heads(h, obs);
+  return heads(h, x);
 }
 
 PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state) {
@@ -188,13 +192,14 @@ PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_
     if (py_->state_size() > 0) state = s;
     return {o.dist, py_value(o.value)};
   }
-  auto h = torso(obs);
+  const auto x = input(obs);
+  auto h = torso(x);
   if (core_) {
     auto [y, next] = core_->step(h, state, is_init);
     h = y;
     state = next;
   }
-  return heads(h, obs);
+  return heads(h, x);
 }
 
 ActBuffers PolicyImpl::act_buffers(int64_t B) const {
@@ -233,7 +238,7 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
   if (raw.scalar_type() == torch::kUInt8) obs = buf.pixels.copy_(raw).mul_(1.0 / 255);
   torch::Tensor h;
   if (cnn_) {
-    h = torso(obs);
+    h = torso(raw.scalar_type() == torch::kUInt8 ? obs : normalize_obs(obs));  // pixels: scaled above
   } else {
     h = obs_rank_ > 1 ? obs.flatten(1) : obs;
     if (normalizes_obs()) h = at::sub_out(buf.normed, h, obs_shift_).mul_(obs_scale_).clamp_(-obs_clip_, obs_clip_);
@@ -244,7 +249,7 @@ const torch::Tensor& PolicyImpl::act(const torch::Tensor& raw, torch::Tensor& st
   }
   if (core_) h = core_->act(h, state, buf.init, buf.core);
   at::addmm_out(buf.head, pi_->bias, h, pi_->weight.t());
-  if (act_q_) buf.head.sub_(buf.head.mean(-1, true)).add_(value_of(h, raw).unsqueeze(-1));
+  if (act_q_) buf.head.sub_(buf.head.mean(-1, true)).add_(value_of(h, input(raw)).unsqueeze(-1));
   return buf.head;
 }
 
@@ -257,10 +262,11 @@ torch::Tensor PolicyImpl::value_after(const torch::Tensor& obs, const torch::Ten
     torch::Tensor s = state.defined() ? state.clone() : state;
     return step(obs, torch::zeros({obs.size(0)}, value_shift_.options()), s).value;
   }
-  if (separate_critic_) return value_of(torch::Tensor(), obs);  // the policy's torso is not needed
-  auto h = torso(obs);
+  const auto x = input(obs);
+  if (separate_critic_) return value_of(torch::Tensor(), x);  // the policy's torso is not needed
+  auto h = torso(x);
   if (core_) h = core_->step(h, state, torch::zeros({obs.size(0)}, h.options())).first;
-  return value_of(h, obs);
+  return value_of(h, x);
 }
 
 }  // namespace mpirl::models

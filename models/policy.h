@@ -88,9 +88,14 @@ class PolicyImpl : public PolicyModel {
   bool relu_;
   bool separate_critic_ = false;
   bool act_q_ = false;  // ModelOptions::act_q
+  // What the torso and a separate critic read: uint8 pixels as floats in [0, 1], float
+  // observations normalised (once per forward: both read the same tensor).
+  torch::Tensor input(const torch::Tensor& raw) const;
+  // The encoder's features of input(raw).
   torch::Tensor torso(const torch::Tensor& obs);
   PolicyOutput heads(const torch::Tensor& h, const torch::Tensor& obs);
-  // The value in return units: from the policy's features h, or (separate critic) from obs alone.
+  // The value in return units: from the policy's features h, or (separate critic) from input(raw)
+  // alone.
   torch::Tensor value_of(const torch::Tensor& h, const torch::Tensor& obs);
   std::vector<torch::nn::Linear> torso_;  // mlp encoder
   std::vector<torch::nn::Linear> critic_;  // model.critic = "separate": the value's own MLP

@@ -75,10 +75,19 @@ LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::P
   // With PopArt the head learns (vs - mu) / sigma: the same error divided by sigma.
   auto scaled = o.value_scale.defined() ? td / o.value_scale : td;
   l.value = 0.5 * weighted_mean(scaled.pow(2), b);
-  l.entropy = weighted_mean(models::entropy(spec, out.dist.slice(0, 0, T)), b);
+  // Without a coefficient the entropy is only logged: no term in the loss (its gradient was 0 x
+  // the entropy's), and none at all on a step whose statistics nobody reads.
+  const bool entropy_in_loss = o.entropy_coef_t.defined() || o.entropy_coef != 0;
+  if (entropy_in_loss) {
+    l.entropy = weighted_mean(models::entropy(spec, out.dist.slice(0, 0, T)), b);
+    auto entropy_term = o.entropy_coef_t.defined() ? o.entropy_coef_t * l.entropy : o.entropy_coef * l.entropy;
+    l.total = l.policy + o.value_coef * l.value - entropy_term;
+  } else {
+    l.total = l.policy + o.value_coef * l.value;
+  }
+  if (!o.stats) return l;
+  if (!entropy_in_loss) l.entropy = weighted_mean(models::entropy(spec, out.dist.slice(0, 0, T).detach()), b);
   l.priorities = td.detach().abs().mean(0);
-  auto entropy_term = o.entropy_coef_t.defined() ? o.entropy_coef_t * l.entropy : o.entropy_coef * l.entropy;
-  l.total = l.policy + o.value_coef * l.value - entropy_term;
   auto vs = t.vt.vs.detach();
   l.target_mean = kept_mean(vs, b.keep);  // the value targets' moments: no importance weights
   l.target_sq_mean = kept_mean(vs.square(), b.keep);

@@ -31,6 +31,10 @@ struct LossOptions {
                      // clip does the off-policy part, as in PPO)
   torch::Tensor entropy_coef_t;  // scalar on the device (a scheduled coefficient); undefined = entropy_coef
   torch::Tensor value_scale;     // [1] PopArt's sigma: the value loss in normalised units; undefined = 1
+  // Whether the loss computes the terms only logs and PopArt read (LossTerms: entropy without a
+  // coefficient, clip_fraction, mean_rho, priorities, the targets' moments); false leaves them
+  // undefined. The trainer sets it per step (Trainer::update).
+  bool stats = true;
 };
 // The options of the config's [learner] section (the device tensors above stay undefined).
 LossOptions loss_options(const Config& cfg);

@@ -17,7 +17,7 @@ LossTerms appo_loss(const envs::EnvSpec& spec, const TrainBatch& b, const models
   auto surrogate = torch::min(ratio * adv, clipped * adv);
   if (proximal) surrogate = surrogate * (b.proximal_logp - b.behaviour_logp).exp().clamp_max(o.vtrace.rho_bar);
   auto l = actor_critic::finish(spec, b, out, o, t, -actor_critic::weighted_mean(surrogate, b));
-  l.clip_fraction = ((ratio - 1.0).abs() > o.appo_clip).to(ratio.scalar_type()).mean().detach();
+  if (o.stats) l.clip_fraction = ((ratio - 1.0).abs() > o.appo_clip).to(ratio.scalar_type()).mean().detach();
   return l;
 }
 

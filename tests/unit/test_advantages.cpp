@@ -9,6 +9,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/config.h"
 #include "core/error.h"
 #include "envs/registry.h"
@@ -337,4 +339,57 @@ TEST(Gae, RefusedForImpala) {
   }
   EXPECT_THROW(cfg_with({"learner.algo=\"r2d2\"", "learner.value_norm=\"none\"", "learner.appo_proximal=true"}),
                ConfigError);
+}
+
+// LossOptions::stats = false (the trainer's steps whose logging terms nobody reads) leaves the loss
+// and every gradient exactly as with the terms, and leaves those terms undefined. Without an
+// entropy coefficient the entropy is not in the loss: the gradients are those of policy + c value,
+// computed here apart, and the logged entropy is still the policy's.
+TEST(Appo, LossWithoutStatisticsHasTheSameGradients) {
+  for (double coef : {0.0, 0.01}) {
+    Config cfg = load_config("", {"learner.algo=\"appo\"", "learner.advantages=\"gae\"", "learner.value_norm=\"none\"",
+                                  "learner.normalize_advantages=true", "env.id=\"Pendulum-v1\"",
+                                  fmt::format("learner.entropy_coef={}", coef)});
+    auto spec = envs::env_spec(cfg);
+    ASSERT_FALSE(spec.discrete);
+    torch::manual_seed(7);
+    models::Policy pol(spec, models::model_options(cfg));
+    auto b = mpirl::testing::random_batch(6, 4, spec.obs_size(), 1, 0, 41);
+    b.actions = torch::randn({6, 4, spec.action_dim});
+    b.behaviour_logp = -1.0 + 0.1 * torch::randn({6, 4});
+    b.trunc_value = torch::zeros_like(b.rewards);
+    auto grads = [&](bool stats, bool by_hand) {
+      pol->zero_grad();
+      auto o = loss_options(cfg);
+      o.stats = stats;
+      auto out = pol->unroll(b.obs, b.is_init, torch::Tensor());
+      LossTerms l = appo_loss(spec, b, out, o);
+      torch::Tensor total = l.total;
+      if (by_hand)  // the loss as written before the entropy could leave it
+        total = l.policy + o.value_coef * l.value -
+                coef * models::entropy(spec, out.dist.slice(0, 0, 6)).mean();
+      total.backward();
+      std::vector<torch::Tensor> g;
+      for (auto& p : pol->parameters()) g.push_back(p.grad().clone());
+      return std::make_pair(l, g);
+    };
+    auto [with, g1] = grads(true, false);
+    auto [without, g2] = grads(false, false);
+    auto [hand, g3] = grads(true, true);
+    EXPECT_EQ(with.total.item<float>(), without.total.item<float>()) << coef;
+    ASSERT_EQ(g1.size(), g2.size());
+    for (size_t i = 0; i < g1.size(); ++i) {
+      EXPECT_TRUE(torch::equal(g1[i], g2[i])) << "parameter " << i << ", entropy_coef " << coef;
+      EXPECT_TRUE(torch::allclose(g1[i], g3[i], 1e-6, 1e-7)) << "parameter " << i << ", entropy_coef " << coef;
+    }
+    EXPECT_GT(torch::cat({g1[0].flatten(), g1.back().flatten()}).abs().sum().item<double>(), 0.0);
+    for (const auto* t : {&with.clip_fraction, &with.mean_rho, &with.priorities, &with.target_mean, &with.entropy})
+      EXPECT_TRUE(t->defined());
+    for (const auto* t : {&without.clip_fraction, &without.mean_rho, &without.priorities, &without.target_mean})
+      EXPECT_FALSE(t->defined());
+    EXPECT_EQ(without.entropy.defined(), coef != 0);  // in the loss, so computed either way
+    // The logged entropy: the Gaussian's, sum over actions of log_std + 0.5 log(2 pi e).
+    auto log_std = pol->named_parameters()["log_std"];
+    EXPECT_NEAR(with.entropy.item<double>(), (log_std + 0.5 + 0.5 * std::log(2 * M_PI)).sum().item<double>(), 1e-5);
+  }
 }
