@@ -45,7 +45,8 @@ SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and test
                         2: "on the AMD VM (41 cells) and the Xeon VM (7), mostly beside a MinAtar run",
                         3: "one at a time on the AMD VM (its first LRU cells beside a few short runs)",
                         4: "one at a time on the AMD VM (lru, mingru, ffm and ssm on every task on December 1; "
-                           "gru on every task and lstm on six on December 2)"},
+                           "gru and lstm on every task on December 2)",
+                        5: "one at a time on the AMD VM, December 2"},
              "minatar_paper": {1: "on the Xeon VM, one to five runs at a time",
                                2: "on the AMD VM, beside other runs (SpaceInvaders alone)",
                                3: "one at a time on the AMD VM", 4: "one at a time on the AMD VM",
