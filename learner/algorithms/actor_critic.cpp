@@ -78,15 +78,13 @@ LossTerms finish(const envs::EnvSpec& spec, const TrainBatch& b, const models::P
   // Without a coefficient the entropy is only logged: no term in the loss (its gradient was 0 x
   // the entropy's), and none at all on a step whose statistics nobody reads.
   const bool entropy_in_loss = o.entropy_coef_t.defined() || o.entropy_coef != 0;
-  if (entropy_in_loss) {
-    l.entropy = weighted_mean(models::entropy(spec, out.dist.slice(0, 0, T)), b);
-    auto entropy_term = o.entropy_coef_t.defined() ? o.entropy_coef_t * l.entropy : o.entropy_coef * l.entropy;
-    l.total = l.policy + o.value_coef * l.value - entropy_term;
-  } else {
-    l.total = l.policy + o.value_coef * l.value;
-  }
+  const auto dist = out.dist.slice(0, 0, T);
+  if (entropy_in_loss || o.stats)
+    l.entropy = weighted_mean(models::entropy(spec, entropy_in_loss ? dist : dist.detach()), b);
+  l.total = l.policy + o.value_coef * l.value;
+  if (entropy_in_loss)
+    l.total = l.total - (o.entropy_coef_t.defined() ? o.entropy_coef_t * l.entropy : o.entropy_coef * l.entropy);
   if (!o.stats) return l;
-  if (!entropy_in_loss) l.entropy = weighted_mean(models::entropy(spec, out.dist.slice(0, 0, T).detach()), b);
   l.priorities = td.detach().abs().mean(0);
   auto vs = t.vt.vs.detach();
   l.target_mean = kept_mean(vs, b.keep);  // the value targets' moments: no importance weights
