@@ -32,7 +32,7 @@ README = os.path.join(ROOT, "README.md")
 README_ROW = "| Learning per env step"
 README_SUITES = (("mujoco", "MuJoCo at 1M steps against CleanRL's PPO", "CleanRL"),
                  ("minatar_10m", "MinAtar at 10M steps against gymnax's PPO", "gymnax"))
-TITLES = {"mujoco": "MuJoCo", "classic": "Classic control", "minatar": "MinAtar", "memory": "Memory (POPGym)",
+TITLES = {"mujoco": "MuJoCo", "mujoco_native": "MuJoCo on mpirl's native envs", "classic": "Classic control", "minatar": "MinAtar", "memory": "Memory (POPGym)",
           "minatar_10m": "MinAtar at 10M steps (gymnax's budget)",
           "minatar_paper": "MinAtar with the package's settings (APPO)",
           "r2d2_minatar": "MinAtar with the package's settings (R2D2)",

@@ -59,6 +59,14 @@ for _id, _ref in MUJOCO.items():
     SUITE_REFERENCES[_name] = (f"CleanRL ppo_continuous_action: {_ref[0]}{_pm} at 1M steps (3 seeds)" if _ref
                                else "CleanRL: no 1M figure; Sample Factory APPO: 5876 at 10M")
     SUITES.setdefault("mujoco", []).append(_name)
+# The same suite on mpirl's native MuJoCo envs (envs/mujoco_locomotion.h: gymnasium's XML files and
+# step in C++, checked step for step against gymnasium's by ctest -R envs.mujoco_parity): the same
+# config and references; only the env runs without Python.
+for _id, _ref in MUJOCO.items():
+    _name = "mujoco_native_" + _id.split("-")[0].lower()
+    SUITE_TASKS[_name] = ("mujoco.toml", [f'env.id="{_id}"'], _ref[0] if _ref else None, 1_000_000, 3600)
+    SUITE_REFERENCES[_name] = SUITE_REFERENCES["mujoco_" + _id.split("-")[0].lower()]
+    SUITES.setdefault("mujoco_native", []).append(_name)
 for _id, (_score, _std, _budget, _source) in CLASSIC.items():
     _name = "classic_" + _id.split(":")[-1].split("-")[0].lower()
     SUITE_TASKS[_name] = ("classic.toml", [f'env.id="{_id}"'], _score, _budget, 1800)
@@ -154,7 +162,8 @@ def memory_cell(task):
 # took about 25 min per 1M-step run on HalfCheetah and Hopper (the issue's reading of CleanRL's
 # runtime table; its machine is not this one). bench/results_page.py puts mpirl's time to the
 # reference score beside it.
-SUITE_REFERENCE_WALL_S = {"mujoco_halfcheetah": 25 * 60, "mujoco_hopper": 25 * 60}
+SUITE_REFERENCE_WALL_S = {"mujoco_halfcheetah": 25 * 60, "mujoco_hopper": 25 * 60,
+                          "mujoco_native_halfcheetah": 25 * 60, "mujoco_native_hopper": 25 * 60}
 # kenjyoung/MinAtar's examples/dqn.py on Breakout, timed on this machine by
 # bench/minatar_dqn_reference.py (its figure extrapolated to the reference's 5M frames).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "r2d2",

@@ -6,6 +6,7 @@
 
 #include "envs/builtin.h"
 #include "envs/minatar.h"
+#include "envs/mujoco_locomotion.h"
 #include "envs/popgym.h"
 #include "envs/python/py_vector_env.h"
 #include "core/error.h"
@@ -42,6 +43,8 @@ const std::map<std::string, Factory>& registry() {
       m[minatar_id(g)] = [g](uint64_t s, const EnvOptions& o) {
         return std::make_unique<MinAtarEnv>(g, s, minatar_options(g, o.kwargs));
       };
+    for (const std::string& id : mujoco_env_ids())
+      m[id] = [id](uint64_t s, const EnvOptions&) { return std::make_unique<MujocoLocomotion>(id, s); };
     return m;
   }();
   return r;

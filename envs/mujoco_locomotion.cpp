@@ -1,0 +1,334 @@
+#include "envs/mujoco_locomotion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+#if MPIRL_WITH_MUJOCO
+#include <mujoco/mujoco.h>
+#endif
+
+#ifndef MPIRL_WITH_MUJOCO
+#define MPIRL_WITH_MUJOCO 0
+#endif
+#ifndef MPIRL_MUJOCO_ASSETS
+#define MPIRL_MUJOCO_ASSETS ""
+#endif
+
+namespace mpirl::envs {
+namespace {
+
+enum class Kind { Ant, HalfCheetah, Hopper, Humanoid, Walker2d };
+
+// Each env's constants as gymnasium's <env>_v4.py sets them (its constructor's defaults).
+struct Setup {
+  const char* id;
+  const char* xml;
+  Kind kind;
+  int frame_skip;
+  double noise;       // reset_noise_scale
+  bool normal_qvel;   // qvel noise: noise x N(0, 1) (HalfCheetah, Ant), else U(-noise, noise)
+  double ctrl_cost;   // ctrl_cost_weight
+  double forward;     // forward_reward_weight
+  double healthy;     // healthy_reward
+  const char* text;
+};
+
+const Setup kSetups[] = {
+    {"Ant-v4", "ant.xml", Kind::Ant, 5, 0.1, true, 0.5, 1.0, 1.0,
+     "gymnasium Ant-v4 (MuJoCo, native): a quadruped runs forward; 8 torques, 27 observations, "
+     "terminates when the torso leaves z in [0.2, 1.0], 1000-step limit"},
+    {"HalfCheetah-v4", "half_cheetah.xml", Kind::HalfCheetah, 5, 0.1, true, 0.1, 1.0, 0.0,
+     "gymnasium HalfCheetah-v4 (MuJoCo, native): a planar cheetah runs forward; 6 torques, "
+     "17 observations, never terminates, 1000-step limit"},
+    {"Hopper-v4", "hopper.xml", Kind::Hopper, 4, 5e-3, false, 1e-3, 1.0, 1.0,
+     "gymnasium Hopper-v4 (MuJoCo, native): a one-legged hopper hops forward; 3 torques, "
+     "11 observations, terminates when it falls, 1000-step limit"},
+    {"Humanoid-v4", "humanoid.xml", Kind::Humanoid, 5, 1e-2, false, 0.1, 1.25, 5.0,
+     "gymnasium Humanoid-v4 (MuJoCo, native): a humanoid walks forward; 17 torques, "
+     "376 observations, terminates when the torso leaves z in (1, 2), 1000-step limit"},
+    {"Walker2d-v4", "walker2d.xml", Kind::Walker2d, 4, 5e-3, false, 1e-3, 1.0, 1.0,
+     "gymnasium Walker2d-v4 (MuJoCo, native): a planar biped walks forward; 6 torques, "
+     "17 observations, terminates when it falls, 1000-step limit"},
+};
+constexpr int64_t kMaxEpisodeSteps = 1000;  // gymnasium's registration of every -v4 id
+
+const Setup& setup_of(const std::string& id) {
+  for (const Setup& s : kSetups)
+    if (id == s.id) return s;
+  throw ConfigError(fmt::format("config key 'env.id' = \"{}\": not a MuJoCo env (expected one of {})", id,
+                                fmt::join(mujoco_env_ids(), ", ")));
+}
+
+}  // namespace
+
+const std::vector<std::string>& mujoco_env_ids() {
+  static const std::vector<std::string> ids = [] {
+    std::vector<std::string> v;
+    for (const Setup& s : kSetups) v.push_back(s.id);
+    return v;
+  }();
+  return ids;
+}
+
+bool mujoco_available() { return MPIRL_WITH_MUJOCO != 0; }
+
+std::string mujoco_assets_dir() {
+  const char* e = std::getenv("MPIRL_MUJOCO_ASSETS");
+  return e && *e ? std::string(e) : std::string(MPIRL_MUJOCO_ASSETS);
+}
+
+#if MPIRL_WITH_MUJOCO
+
+namespace {
+// MuJoCo prints its warnings to stdout by default (gymnasium's XMLs give one on loading Ant and
+// Humanoid, a deprecated attribute); stdout is the user's, so they go to stderr, named.
+void warn_to_stderr(const char* msg) { std::fprintf(stderr, "mpirl: MuJoCo warning: %s\n", msg); }
+
+// One model per XML file per process, shared read-only by its envs (mj_step takes a const model).
+std::shared_ptr<const mjModel> load_model(const std::string& id, const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const mjModel>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(path);
+  if (it != cache.end()) return it->second;
+  mju_user_warning = warn_to_stderr;
+  char err[1024] = "";
+  mjModel* m = mj_loadXML(path.c_str(), nullptr, err, sizeof err);
+  if (!m)
+    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": MuJoCo could not load {}: {} (the XML files "
+                                  "are gymnasium's envs/mujoco/assets; set MPIRL_MUJOCO_ASSETS to that folder)",
+                                  id, path, err[0] ? err : "no message"));
+  std::shared_ptr<const mjModel> p(m, [](const mjModel* x) { mj_deleteModel(const_cast<mjModel*>(x)); });
+  cache.emplace(path, p);
+  return p;
+}
+}  // namespace
+
+struct MujocoLocomotion::Impl {
+  const Setup* s = nullptr;
+  std::shared_ptr<const mjModel> model;
+  mjData* d = nullptr;
+  std::mt19937_64 rng;
+  std::normal_distribution<double> normal{0.0, 1.0};
+  int torso = -1;   // Ant: the body whose x-y position gives the velocity
+  double dt = 0;    // timestep x frame_skip, as gymnasium's dt
+  int64_t steps = 0;
+  double mass_total = 0;
+
+  ~Impl() {
+    if (d) mj_deleteData(d);
+  }
+  const mjModel* m() const { return model.get(); }
+
+  // The x-y position whose change is the forward velocity: qpos[0] for the planar bodies, the
+  // torso's frame for Ant (get_body_com), the centre of mass of all bodies for Humanoid.
+  void position(double xy[2]) const {
+    const mjModel* mm = m();
+    switch (s->kind) {
+      case Kind::Ant:
+        xy[0] = d->xpos[3 * torso], xy[1] = d->xpos[3 * torso + 1];
+        return;
+      case Kind::Humanoid: {
+        double x = 0, y = 0;
+        for (int b = 0; b < mm->nbody; ++b) x += mm->body_mass[b] * d->xipos[3 * b], y += mm->body_mass[b] * d->xipos[3 * b + 1];
+        xy[0] = x / mass_total, xy[1] = y / mass_total;
+        return;
+      }
+      default:
+        xy[0] = d->qpos[0], xy[1] = 0;
+    }
+  }
+
+  bool healthy() const {
+    const mjModel* mm = m();
+    switch (s->kind) {
+      case Kind::Hopper: {
+        double z = d->qpos[1], angle = d->qpos[2];
+        for (int i = 2; i < mm->nq; ++i)
+          if (!(d->qpos[i] > -100.0 && d->qpos[i] < 100.0)) return false;
+        for (int i = 0; i < mm->nv; ++i)
+          if (!(d->qvel[i] > -100.0 && d->qvel[i] < 100.0)) return false;
+        return z > 0.7 && angle > -0.2 && angle < 0.2;
+      }
+      case Kind::Walker2d: {
+        double z = d->qpos[1], angle = d->qpos[2];
+        return z > 0.8 && z < 2.0 && angle > -1.0 && angle < 1.0;
+      }
+      case Kind::Ant: {
+        for (int i = 0; i < mm->nq; ++i)
+          if (!std::isfinite(d->qpos[i])) return false;
+        for (int i = 0; i < mm->nv; ++i)
+          if (!std::isfinite(d->qvel[i])) return false;
+        return d->qpos[2] >= 0.2 && d->qpos[2] <= 1.0;
+      }
+      case Kind::Humanoid:
+        return d->qpos[2] > 1.0 && d->qpos[2] < 2.0;
+      case Kind::HalfCheetah:
+        return true;
+    }
+    return true;
+  }
+
+  void write_obs(float* o) const {
+    const mjModel* mm = m();
+    auto put = [&o](const mjtNum* x, int n) {
+      for (int i = 0; i < n; ++i) *o++ = float(x[i]);
+    };
+    auto put_clipped = [&o](const mjtNum* x, int n) {
+      for (int i = 0; i < n; ++i) *o++ = float(std::min(10.0, std::max(-10.0, x[i])));
+    };
+    switch (s->kind) {
+      case Kind::Hopper:
+      case Kind::Walker2d:
+        put(d->qpos + 1, mm->nq - 1);
+        put_clipped(d->qvel, mm->nv);
+        return;
+      case Kind::HalfCheetah:
+        put(d->qpos + 1, mm->nq - 1);
+        put(d->qvel, mm->nv);
+        return;
+      case Kind::Ant:
+        put(d->qpos + 2, mm->nq - 2);
+        put(d->qvel, mm->nv);
+        return;
+      case Kind::Humanoid:
+        put(d->qpos + 2, mm->nq - 2);
+        put(d->qvel, mm->nv);
+        put(d->cinert, 10 * mm->nbody);
+        put(d->cvel, 6 * mm->nbody);
+        put(d->qfrc_actuator, mm->nv);
+        put(d->cfrc_ext, 6 * mm->nbody);
+        return;
+    }
+  }
+
+  int64_t obs_dim() const {
+    const mjModel* mm = m();
+    switch (s->kind) {
+      case Kind::Hopper:
+      case Kind::Walker2d:
+      case Kind::HalfCheetah:
+        return mm->nq - 1 + mm->nv;
+      case Kind::Ant:
+        return mm->nq - 2 + mm->nv;
+      case Kind::Humanoid:
+        return mm->nq - 2 + 2 * mm->nv + 22 * mm->nbody;
+    }
+    return 0;
+  }
+
+  // gymnasium's set_state after mj_resetData.
+  void set_state(const double* qpos, const double* qvel) {
+    const mjModel* mm = m();
+    mj_resetData(mm, d);
+    for (int i = 0; i < mm->nq; ++i) d->qpos[i] = qpos[i];
+    for (int i = 0; i < mm->nv; ++i) d->qvel[i] = qvel[i];
+    mj_forward(mm, d);
+    steps = 0;
+  }
+};
+
+MujocoLocomotion::MujocoLocomotion(const std::string& id, uint64_t seed) : impl_(std::make_unique<Impl>()) {
+  Impl& p = *impl_;
+  p.s = &setup_of(id);
+  p.model = load_model(id, mujoco_assets_dir() + "/" + p.s->xml);
+  p.d = mj_makeData(p.m());
+  if (!p.d) throw Error(fmt::format("env {}: MuJoCo could not allocate its data (mj_makeData)", id));
+  p.rng.seed(seed);
+  p.dt = p.m()->opt.timestep * p.s->frame_skip;
+  for (int b = 0; b < p.m()->nbody; ++b) p.mass_total += p.m()->body_mass[b];
+  if (p.s->kind == Kind::Ant) {
+    p.torso = mj_name2id(p.m(), mjOBJ_BODY, "torso");
+    if (p.torso < 0) throw ConfigError(fmt::format("env {}: {} has no body named torso", id, p.s->xml));
+  }
+  spec_.id = id;
+  spec_.obs_shape = {p.obs_dim()};
+  spec_.discrete = false;
+  spec_.action_dim = p.m()->nu;
+  for (int i = 0; i < p.m()->nu; ++i) {
+    spec_.action_low.push_back(float(p.m()->actuator_ctrlrange[2 * i]));
+    spec_.action_high.push_back(float(p.m()->actuator_ctrlrange[2 * i + 1]));
+  }
+  spec_.max_episode_steps = kMaxEpisodeSteps;
+  spec_.description = p.s->text;
+}
+
+MujocoLocomotion::~MujocoLocomotion() = default;
+int MujocoLocomotion::nq() const { return impl_->m()->nq; }
+int MujocoLocomotion::nv() const { return impl_->m()->nv; }
+
+void MujocoLocomotion::reset_to(const double* qpos, const double* qvel, void* obs) {
+  impl_->set_state(qpos, qvel);
+  impl_->write_obs(static_cast<float*>(obs));
+}
+
+void MujocoLocomotion::reset(void* obs) {
+  Impl& p = *impl_;
+  const mjModel* m = p.m();
+  const double s = p.s->noise;
+  std::vector<double> qpos(size_t(m->nq)), qvel(size_t(m->nv));
+  // init_qpos is the model's qpos0 and init_qvel zero (gymnasium reads them from a fresh MjData);
+  // numpy's uniform(low, high) is low + (high - low) U[0, 1).
+  auto u = [&p] { return double(p.rng() >> 11) * 0x1.0p-53; };
+  for (int i = 0; i < m->nq; ++i) qpos[size_t(i)] = m->qpos0[i] + (-s + 2 * s * u());
+  for (int i = 0; i < m->nv; ++i) qvel[size_t(i)] = p.s->normal_qvel ? s * p.normal(p.rng) : -s + 2 * s * u();
+  reset_to(qpos.data(), qvel.data(), obs);
+}
+
+StepResult MujocoLocomotion::step(const Action& a, void* obs) {
+  Impl& p = *impl_;
+  const mjModel* m = p.m();
+  double before[2], after[2], ctrl_sq = 0;
+  p.position(before);
+  for (int i = 0; i < m->nu; ++i) {
+    p.d->ctrl[i] = double(a.values[i]);
+    ctrl_sq += p.d->ctrl[i] * p.d->ctrl[i];
+  }
+  for (int k = 0; k < p.s->frame_skip; ++k) mj_step(m, p.d);
+  // As gymnasium: force quantities (cfrc_ext, Humanoid's observation) need the post-constraint pass.
+  mj_rnePostConstraint(m, p.d);
+  p.position(after);
+  const double x_velocity = (after[0] - before[0]) / p.dt;
+  const bool healthy = p.healthy();
+  // The healthy reward is paid on every step of an env that terminates when unhealthy (all here
+  // but HalfCheetah, which has none): gymnasium's float(is_healthy or terminate_when_unhealthy).
+  double reward = p.s->forward * x_velocity + p.s->healthy - p.s->ctrl_cost * ctrl_sq;
+  p.write_obs(static_cast<float*>(obs));
+  ++p.steps;
+  StepResult r;
+  r.reward = float(reward);
+  r.terminated = !healthy;
+  r.truncated = !r.terminated && p.steps >= kMaxEpisodeSteps;
+  return r;
+}
+
+#else  // built without MuJoCo
+
+struct MujocoLocomotion::Impl {};
+
+MujocoLocomotion::MujocoLocomotion(const std::string& id, uint64_t) {
+  setup_of(id);
+  throw ConfigError(fmt::format("config key 'env.id' = \"{}\": this mpirl was built without MuJoCo (CMake did not "
+                                "find the mujoco wheel in {}'s site-packages): run scripts/setup.sh, which installs "
+                                "gymnasium[mujoco], then scripts/build.sh; or use \"gym:{}\"",
+                                id, MPIRL_PYTHON_EXECUTABLE, id));
+}
+MujocoLocomotion::~MujocoLocomotion() = default;
+int MujocoLocomotion::nq() const { return 0; }
+int MujocoLocomotion::nv() const { return 0; }
+void MujocoLocomotion::reset_to(const double*, const double*, void*) {}
+void MujocoLocomotion::reset(void*) {}
+StepResult MujocoLocomotion::step(const Action&, void*) { return {}; }
+
+#endif
+
+}  // namespace mpirl::envs
