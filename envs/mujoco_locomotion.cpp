@@ -12,12 +12,11 @@
 
 #include "core/error.h"
 
-#if MPIRL_WITH_MUJOCO
-#include <mujoco/mujoco.h>
-#endif
-
 #ifndef MPIRL_WITH_MUJOCO
 #define MPIRL_WITH_MUJOCO 0
+#endif
+#if MPIRL_WITH_MUJOCO
+#include <mujoco/mujoco.h>
 #endif
 #ifndef MPIRL_MUJOCO_ASSETS
 #define MPIRL_MUJOCO_ASSETS ""
@@ -59,7 +58,7 @@ const Setup kSetups[] = {
      "gymnasium Walker2d-v4 (MuJoCo, native): a planar biped walks forward; 6 torques, "
      "17 observations, terminates when it falls, 1000-step limit"},
 };
-constexpr int64_t kMaxEpisodeSteps = 1000;  // gymnasium's registration of every -v4 id
+[[maybe_unused]] constexpr int64_t kMaxEpisodeSteps = 1000;  // gymnasium's registration of every -v4 id
 
 const Setup& setup_of(const std::string& id) {
   for (const Setup& s : kSetups)
@@ -79,8 +78,6 @@ const std::vector<std::string>& mujoco_env_ids() {
   return ids;
 }
 
-bool mujoco_available() { return MPIRL_WITH_MUJOCO != 0; }
-
 std::string mujoco_assets_dir() {
   const char* e = std::getenv("MPIRL_MUJOCO_ASSETS");
   return e && *e ? std::string(e) : std::string(MPIRL_MUJOCO_ASSETS);
@@ -90,17 +87,37 @@ std::string mujoco_assets_dir() {
 
 namespace {
 // MuJoCo prints its warnings to stdout by default (gymnasium's XMLs give one on loading Ant and
-// Humanoid, a deprecated attribute); stdout is the user's, so they go to stderr, named.
+// Humanoid, a deprecated attribute); stdout is the user's, so they go to stderr, named. Its errors
+// (a corrupt model, an exhausted arena) end the process, as MuJoCo's default does, without the
+// MUJOCO_LOG.TXT it would leave in the working directory: under mpirun the job then stops.
 void warn_to_stderr(const char* msg) { std::fprintf(stderr, "mpirl: MuJoCo warning: %s\n", msg); }
+[[noreturn]] void error_exit(const char* msg) {
+  std::fprintf(stderr, "mpirl: MuJoCo error: %s\n", msg);
+  std::fflush(stderr);
+  std::exit(1);
+}
+void install_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mju_user_warning = warn_to_stderr;
+    mju_user_error = error_exit;
+  });
+}
 
 // One model per XML file per process, shared read-only by its envs (mj_step takes a const model).
 std::shared_ptr<const mjModel> load_model(const std::string& id, const std::string& path) {
+  install_handlers();
+  // The headers compiled against and the library loaded must be the same release (the wheel was
+  // upgraded after the build: rebuild).
+  if (mj_version() != mjVERSION_HEADER)
+    throw ConfigError(fmt::format("config key 'env.id' = \"{}\": libmujoco is version {} but mpirl was built with the "
+                                  "headers of {}: rebuild mpirl (scripts/build.sh) after changing the mujoco wheel",
+                                  id, mj_version(), mjVERSION_HEADER));
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const mjModel>> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(path);
   if (it != cache.end()) return it->second;
-  mju_user_warning = warn_to_stderr;
   char err[1024] = "";
   mjModel* m = mj_loadXML(path.c_str(), nullptr, err, sizeof err);
   if (!m)
@@ -241,8 +258,7 @@ MujocoLocomotion::MujocoLocomotion(const std::string& id, uint64_t seed) : impl_
   Impl& p = *impl_;
   p.s = &setup_of(id);
   p.model = load_model(id, mujoco_assets_dir() + "/" + p.s->xml);
-  p.d = mj_makeData(p.m());
-  if (!p.d) throw Error(fmt::format("env {}: MuJoCo could not allocate its data (mj_makeData)", id));
+  p.d = mj_makeData(p.m());  // MuJoCo's error handler ends the process where it cannot
   p.rng.seed(seed);
   p.dt = p.m()->opt.timestep * p.s->frame_skip;
   for (int b = 0; b < p.m()->nbody; ++b) p.mass_total += p.m()->body_mass[b];
@@ -265,6 +281,18 @@ MujocoLocomotion::MujocoLocomotion(const std::string& id, uint64_t seed) : impl_
 MujocoLocomotion::~MujocoLocomotion() = default;
 int MujocoLocomotion::nq() const { return impl_->m()->nq; }
 int MujocoLocomotion::nv() const { return impl_->m()->nv; }
+
+std::vector<double> MujocoLocomotion::state() const {
+  const mjModel* m = impl_->m();
+  std::vector<double> q(impl_->d->qpos, impl_->d->qpos + m->nq);
+  q.insert(q.end(), impl_->d->qvel, impl_->d->qvel + m->nv);
+  return q;
+}
+
+bool MujocoLocomotion::healthy_at(const double* qpos, const double* qvel) {
+  impl_->set_state(qpos, qvel);
+  return impl_->healthy();
+}
 
 void MujocoLocomotion::reset_to(const double* qpos, const double* qvel, void* obs) {
   impl_->set_state(qpos, qvel);
@@ -307,6 +335,9 @@ StepResult MujocoLocomotion::step(const Action& a, void* obs) {
   StepResult r;
   r.reward = float(reward);
   r.terminated = !healthy;
+  // mpirl's convention (as CartPole's): a step that terminates is not also truncated, where
+  // gymnasium's TimeLimit reports both on a 1000th step that terminates; the learner treats the
+  // two the same way (terminated wins: no bootstrap).
   r.truncated = !r.terminated && p.steps >= kMaxEpisodeSteps;
   return r;
 }
@@ -318,14 +349,17 @@ struct MujocoLocomotion::Impl {};
 MujocoLocomotion::MujocoLocomotion(const std::string& id, uint64_t) {
   setup_of(id);
   throw ConfigError(fmt::format("config key 'env.id' = \"{}\": this mpirl was built without MuJoCo (CMake did not "
-                                "find the mujoco wheel in {}'s site-packages): run scripts/setup.sh, which installs "
-                                "gymnasium[mujoco], then scripts/build.sh; or use \"gym:{}\"",
+                                "find the mujoco wheel's libmujoco and headers, or gymnasium's MuJoCo XML files, in "
+                                "{}'s site-packages): run scripts/setup.sh, which installs gymnasium[mujoco], then "
+                                "scripts/build.sh; or use \"gym:{}\"",
                                 id, MPIRL_PYTHON_EXECUTABLE, id));
 }
 MujocoLocomotion::~MujocoLocomotion() = default;
 int MujocoLocomotion::nq() const { return 0; }
 int MujocoLocomotion::nv() const { return 0; }
 void MujocoLocomotion::reset_to(const double*, const double*, void*) {}
+bool MujocoLocomotion::healthy_at(const double*, const double*) { return false; }
+std::vector<double> MujocoLocomotion::state() const { return {}; }
 void MujocoLocomotion::reset(void*) {}
 StepResult MujocoLocomotion::step(const Action&, void*) { return {}; }
 

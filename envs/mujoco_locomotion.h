@@ -4,9 +4,13 @@
 // (libmujoco and its headers; version pinned in scripts/versions.env). They load gymnasium's own
 // XML files and repeat its Python step: frame_skip mj_step calls and mj_rnePostConstraint, the
 // same rewards, termination, observations (float32 here) and reset noise, and a 1000-step
-// truncation as gym.make's TimeLimit. tests/envs/mujoco_parity.py checks every reset and step
-// against gymnasium's env. What differs: the reset noise comes from mpirl's generator (the same
-// distributions, not numpy's stream), and there is no rendering.
+// truncation as gym.make's TimeLimit (a 1000th step that terminates is reported as terminated
+// only, where gymnasium sets both flags: the same to the learner). A build whose CMake did not
+// find the wheel lists the ids and refuses them with a message saying how to get it.
+// tests/envs/mujoco_parity.py checks every reset and step against gymnasium's env. What differs:
+// the reset noise comes from mpirl's generator (the same distributions, not numpy's stream), and
+// there is no rendering. The binary links the wheel's versioned libmujoco: after changing the
+// wheel, rebuild (a header/library mismatch is refused at the first env).
 //
 // Why: a MuJoCo run needs no Python in its actor ranks, and the step skips the Python layer. The
 // physics is most of a step, so the gain is 1.1-1.45x (one process, a fixed action, on the AMD VM:
@@ -23,9 +27,6 @@ namespace mpirl::envs {
 
 // "Ant-v4", "HalfCheetah-v4", "Hopper-v4", "Humanoid-v4", "Walker2d-v4".
 const std::vector<std::string>& mujoco_env_ids();
-// Whether this build links MuJoCo (CMake found the mujoco wheel); without it, making one of the
-// envs throws ConfigError saying how to get it.
-bool mujoco_available();
 // The folder the XML files are read from: $MPIRL_MUJOCO_ASSETS, else gymnasium's
 // envs/mujoco/assets as CMake found it.
 std::string mujoco_assets_dir();
@@ -45,6 +46,9 @@ class MujocoLocomotion final : public Env {
   int nq() const;
   int nv() const;
   void reset_to(const double* qpos, const double* qvel, void* obs);
+  // The same state, then gymnasium's is_healthy (HalfCheetah: always); the episode restarts.
+  bool healthy_at(const double* qpos, const double* qvel);
+  std::vector<double> state() const;  // qpos then qvel
 
  private:
   struct Impl;

@@ -3,12 +3,17 @@
 
 1. Steps: gymnasium's env plays uniform random actions; after each reset its state (qpos, qvel) is
    recorded, and mujoco_replay starts the native env from that state and takes the same actions:
-   every observation, reward and terminated/truncated flag must agree (HalfCheetah runs one whole
-   1000-step episode, so truncation is checked; Hopper, Walker2d and Humanoid fall, so termination
-   is). A trace with one action changed must then fail, so the comparison can fail.
-2. Reset noise: the first observations of many resets, gymnasium's (numpy's generator) against
-   the native env's (mpirl's): per observation element, the means within 4 combined standard
-   errors and the standard deviations within 15%; elements constant under the noise must be equal.
+   every observation, reward and terminated/truncated flag must agree. The trace must contain what
+   it is meant to check: terminations (Hopper, Walker2d, Humanoid fall) and time limits
+   (HalfCheetah's whole 1000-step episodes). The action bounds must be gymnasium's.
+2. Health at the edges: states set exactly on each bound of the healthy ranges and just either
+   side of it (z, angle, Hopper's state range, Ant's and Humanoid's z), gymnasium's is_healthy
+   against the native env's.
+3. The comparison can fail: copies of the trace with one action changed, one observation element
+   off by 1e-4 and one terminated flag flipped must each fail, with the message naming that.
+4. Reset noise: the state (qpos, qvel) after many resets, gymnasium's (numpy's generator) against
+   the native env's (mpirl's): per element, the means within 4 combined standard errors and the
+   standard deviations within 7% (4,000 resets: about 4 standard errors of the ratio).
 
 Usage: mujoco_parity.py --replay BUILD/mujoco_replay [--envs Hopper-v4,...] [--resets 1000]
 """
@@ -25,7 +30,34 @@ import gymnasium as gym  # noqa: E402
 
 # (episodes, step cap per episode): enough to cross terminations, and for HalfCheetah the limit.
 PLAN = {"HalfCheetah-v4": (2, 1000), "Hopper-v4": (6, 1000), "Walker2d-v4": (6, 1000),
-        "Ant-v4": (2, 250), "Humanoid-v4": (6, 1000)}
+        "Ant-v4": (2, 1000), "Humanoid-v4": (6, 1000)}
+# What each env's trace must contain: terminated steps, truncated steps (episode ends).
+MUST_END = {"HalfCheetah-v4": "truncated", "Hopper-v4": "terminated", "Walker2d-v4": "terminated",
+            "Humanoid-v4": "terminated", "Ant-v4": None}
+
+
+def edge_states(env_id, u):
+    """(qpos, qvel) pairs on and beside the healthy ranges' bounds (gymnasium's v4 defaults)."""
+    q0, v0 = u.init_qpos.copy(), u.init_qvel.copy()
+    eps = 1e-9
+    # (qpos index, values) for z and angle; Hopper's state range on qpos[2:] and qvel
+    edges = {"Hopper-v4": [(1, [0.7]), (2, [-0.2, 0.2])], "Walker2d-v4": [(1, [0.8, 2.0]), (2, [-1.0, 1.0])],
+             "Ant-v4": [(2, [0.2, 1.0])], "Humanoid-v4": [(2, [1.0, 2.0])]}
+    out = []
+    for i, values in edges[env_id]:
+        for b in values:
+            for x in (b - eps, b, b + eps):
+                q = q0.copy()
+                q[i] = x
+                out.append((q, v0.copy()))
+    if env_id == "Hopper-v4":
+        for x in (-100.0, -100.0 + 1e-6, 100.0 - 1e-6, 100.0):
+            q, v = q0.copy(), v0.copy()
+            q[3] = x
+            out.append((q, v0.copy()))
+            v[4] = x
+            out.append((q0.copy(), v))
+    return out
 
 
 def nums(xs):
@@ -35,8 +67,13 @@ def nums(xs):
 def trace(env_id, episodes, cap, seed):
     env = gym.make(env_id)
     env.action_space.seed(seed)
-    data = env.unwrapped.data
-    lines = [f"env {env_id}"]
+    u = env.unwrapped
+    data = u.data
+    lines = [f"env {env_id}", f"bounds {nums(env.action_space.low)} {nums(env.action_space.high)}"]
+    if hasattr(u, "is_healthy"):
+        for q, v in edge_states(env_id, u):
+            u.set_state(q, v)
+            lines.append(f"health {nums(q)} {nums(v)} {int(bool(u.is_healthy))}")
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
         lines.append(f"reset {nums(data.qpos)} {nums(data.qvel)} {nums(obs)}")
@@ -56,7 +93,11 @@ def replay(binary, lines):
 
 def check_resets(binary, env_id, n, seed):
     env = gym.make(env_id)
-    ref = np.array([env.reset(seed=seed + k)[0] for k in range(n)])
+    u, ref = env.unwrapped, []
+    for k in range(n):
+        env.reset(seed=seed + k)
+        ref.append(np.concatenate([u.data.qpos, u.data.qvel]))
+    ref = np.array(ref)
     env.close()
     out = subprocess.run([binary, "--resets", env_id, str(n), str(seed)], capture_output=True, text=True, check=True)
     nat = np.array([[float(x) for x in l.split()] for l in out.stdout.splitlines()])
@@ -64,22 +105,52 @@ def check_resets(binary, env_id, n, seed):
     bad = []
     for i in range(ref.shape[1]):
         ms, mn, ss, sn = ref[:, i].mean(), nat[:, i].mean(), ref[:, i].std(), nat[:, i].std()
-        if ss < 1e-9:
-            if abs(mn - ms) > 1e-5 * max(1.0, abs(ms)) or sn > 1e-6:
-                bad.append(f"[{i}] constant {ms:.6g} in gymnasium, native mean {mn:.6g} std {sn:.3g}")
-            continue
         se = math.sqrt((ss ** 2 + sn ** 2) / n)
-        if abs(mn - ms) > 4 * se or not 0.85 < sn / ss < 1.15:
+        if ss < 1e-12 or abs(mn - ms) > 4 * se or not 0.93 < sn / ss < 1.07:
             bad.append(f"[{i}] mean {mn:.4g} vs {ms:.4g} (4 se {4 * se:.2g}), std {sn:.4g} vs {ss:.4g}")
-    print(f"{env_id}: {n} resets, {ref.shape[1]} observation elements, {len(bad)} differ")
+    print(f"{env_id}: {n} resets, {ref.shape[1]} state elements (qpos, qvel), {len(bad)} differ")
     return [f"{env_id} reset noise {b}" for b in bad]
+
+
+def must_fail(binary, lines, at, change, expect):
+    """The trace with line `at` changed by `change` must fail, naming `expect`."""
+    bent = list(lines)
+    bent[at] = change(bent[at].split())
+    res = replay(binary, bent)
+    if res.returncode == 0 or expect not in res.stderr:
+        return [f"a trace with {expect} changed went unnoticed (rc {res.returncode}: {res.stderr.strip()})"]
+    return []
+
+
+def negative_checks(binary, env_id, lines, action_dim):
+    steps = [i for i, l in enumerate(lines) if l.startswith("step ")]
+    resets = [i for i, l in enumerate(lines) if l.startswith("reset ")]
+    ends = [i for i in steps if lines[i].split()[action_dim + 2] == "1"]
+
+    def action(f):
+        f[1] = repr(float(np.float32(float(f[1]) * 0.5 + 0.05)))
+        return " ".join(f)
+
+    def last_obs(f):  # the observation's last element of a reset line, off by 1e-4 relative
+        f[-1] = repr(float(f[-1]) * (1 + 1e-4) + 1e-4)
+        return " ".join(f)
+
+    def flag(f):
+        f[action_dim + 2] = "0" if f[action_dim + 2] == "1" else "1"
+        return " ".join(f)
+
+    out = must_fail(binary, lines, steps[2], action, "reward")
+    out += must_fail(binary, lines, resets[0], last_obs, "reset: observation[")
+    if ends:
+        out += must_fail(binary, lines, ends[0], flag, "terminated")
+    return [f"{env_id}: {o}" for o in out]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--replay", required=True)
     ap.add_argument("--envs", default=",".join(PLAN))
-    ap.add_argument("--resets", type=int, default=1000)
+    ap.add_argument("--resets", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     failures = []
@@ -91,15 +162,15 @@ def main():
         if res.returncode != 0:
             failures.append(f"{env_id} steps: {res.stderr.strip()}")
             continue
-        # The same trace with the third step's first action element changed by 0.05 must fail.
-        steps = [i for i, l in enumerate(lines) if l.startswith("step ")]
-        bent = list(lines)
-        f = bent[steps[2]].split()
-        f[1] = repr(float(np.float32(float(f[1]) * 0.5 + 0.05)))
-        bent[steps[2]] = " ".join(f)
-        res = replay(args.replay, bent)
-        if res.returncode == 0 or "trace line" not in res.stderr:
-            failures.append(f"{env_id}: a changed action went unnoticed (rc {res.returncode}: {res.stderr.strip()})")
+        kinds = [l.split()[0] for l in lines]
+        adim = len(lines[1].split()[1:]) // 2
+        ended = {"terminated": sum(1 for l in lines if l.startswith("step ") and l.split()[adim + 2] == "1"),
+                 "truncated": sum(1 for l in lines if l.startswith("step ") and l.split()[adim + 3] == "1")}
+        if MUST_END[env_id] and not ended[MUST_END[env_id]]:
+            failures.append(f"{env_id}: the trace has no {MUST_END[env_id]} step to compare (seed {args.seed})")
+        if env_id != "HalfCheetah-v4" and "health" not in kinds:
+            failures.append(f"{env_id}: no health checks in the trace")
+        failures += negative_checks(args.replay, env_id, lines, adim)
         failures += check_resets(args.replay, env_id, args.resets, args.seed + 100 * k)
     for f in failures:
         print("FAIL", f)

@@ -5,14 +5,16 @@
 //                               gymnasium's actions; every observation, reward, terminated and
 //                               truncated flag must agree. Prints one summary line per env.
 //   mujoco_replay --resets ID N SEED
-//                               N first observations of the native env with mpirl's own noise
-//                               (one env, reset N times), one per line, for the noise check.
+//                               the state (qpos, qvel) after each of N resets of one native env
+//                               with mpirl's own noise, one per line, for the noise check.
 //   mujoco_replay --speed ID N  steps one native env N times with a fixed action (resetting where
 //                               an episode ends) and prints steps/s: bench/mujoco_speed.sh's
 //                               "the env alone" beside gymnasium's.
 //
 // Trace lines (whitespace-separated numbers, written with Python's repr):
 //   "env ID"
+//   "bounds LOW[action_dim] HIGH[action_dim]"   gymnasium's action space
+//   "health QPOS[nq] QVEL[nv] H"                gymnasium's is_healthy (0/1) in that state
 //   "reset QPOS[nq] QVEL[nv] OBS[obs_dim]"
 //   "step ACTION[action_dim] REWARD TERMINATED TRUNCATED OBS[obs_dim]"
 #include <algorithm>
@@ -47,6 +49,12 @@ std::vector<double> read(std::istringstream& in, size_t n, const char* what) {
   return v;
 }
 
+// A line with more numbers than the native env's sizes take (a longer observation in gymnasium).
+void expect_end(std::istringstream& in) {
+  in >> std::ws;
+  if (!in.eof()) fail("more numbers on the line than the native env's sizes take");
+}
+
 // An observation must be the float32 of gymnasium's double within 4 units in its last place (the
 // physics is the same library on the same state, so only a different order of summation may
 // differ); a reward within a relative 1e-6 (numpy sums the control cost of a float32 action in
@@ -58,15 +66,15 @@ double obs_tol(double ref) {
 
 struct Summary {
   std::string id;
-  long episodes = 0, steps = 0, terminated = 0, truncated = 0;
+  long episodes = 0, steps = 0, terminated = 0, truncated = 0, health = 0;
   double max_obs_err = 0, max_reward_err = 0;
 };
 
 void print(const Summary& s) {
   if (s.id.empty()) return;
   std::printf("%s: %ld episodes, %ld steps (%ld terminated, %ld truncated), largest observation error %.3g, "
-              "largest reward error %.3g\n", s.id.c_str(), s.episodes, s.steps, s.terminated, s.truncated,
-              s.max_obs_err, s.max_reward_err);
+              "largest reward error %.3g; %ld health checks\n", s.id.c_str(), s.episodes, s.steps, s.terminated,
+              s.truncated, s.max_obs_err, s.max_reward_err, s.health);
 }
 
 int replay() {
@@ -96,11 +104,32 @@ int replay() {
       obs.assign(size_t(env->spec().obs_size()), 0.f);
       sum = Summary{env_id};
       in_episode = false;
+    } else if (kind == "bounds") {
+      if (!env) fail("bounds before env");
+      auto lo = read(in, size_t(env->spec().action_dim), "the lower bounds");
+      auto hi = read(in, size_t(env->spec().action_dim), "the upper bounds");
+      expect_end(in);
+      for (size_t i = 0; i < lo.size(); ++i)
+        if (env->spec().action_low[i] != float(lo[i]) || env->spec().action_high[i] != float(hi[i]))
+          fail("action bound " + std::to_string(i) + " is [" + std::to_string(env->spec().action_low[i]) + ", " +
+               std::to_string(env->spec().action_high[i]) + "], gymnasium's [" + std::to_string(lo[i]) + ", " +
+               std::to_string(hi[i]) + "]");
+    } else if (kind == "health") {
+      if (!env) fail("health before env");
+      auto qpos = read(in, size_t(env->nq()), "qpos");
+      auto qvel = read(in, size_t(env->nv()), "qvel");
+      auto h = read(in, 1, "is_healthy");
+      expect_end(in);
+      bool ours = env->healthy_at(qpos.data(), qvel.data());
+      if (ours != (h[0] != 0)) fail("healthy " + std::to_string(ours) + ", gymnasium's " + std::to_string(h[0] != 0));
+      ++sum.health;
+      in_episode = false;
     } else if (kind == "reset") {
       if (!env) fail("reset before env");
       auto qpos = read(in, size_t(env->nq()), "qpos");
       auto qvel = read(in, size_t(env->nv()), "qvel");
       auto ref = read(in, obs.size(), "the observation");
+      expect_end(in);
       env->reset_to(qpos.data(), qvel.data(), obs.data());
       compare_obs(ref, "reset");
       ++sum.episodes;
@@ -111,6 +140,7 @@ int replay() {
       std::vector<float> a(a64.begin(), a64.end());
       auto rtt = read(in, 3, "reward, terminated, truncated");
       auto ref = read(in, obs.size(), "the observation");
+      expect_end(in);
       StepResult r = env->step(Action{0, a.data()}, obs.data());
       ++sum.steps;
       std::string at = "step " + std::to_string(sum.steps);
@@ -139,7 +169,8 @@ int resets(const std::string& id, long n, uint64_t seed) {
   std::vector<float> obs(size_t(env.spec().obs_size()));
   for (long k = 0; k < n; ++k) {
     env.reset(obs.data());
-    for (size_t i = 0; i < obs.size(); ++i) std::printf(i ? " %.9g" : "%.9g", double(obs[i]));
+    std::vector<double> q = env.state();
+    for (size_t i = 0; i < q.size(); ++i) std::printf(i ? " %.17g" : "%.17g", q[i]);
     std::printf("\n");
   }
   return 0;
