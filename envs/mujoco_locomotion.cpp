@@ -317,8 +317,10 @@ StepResult MujocoLocomotion::step(const Action& a, void* obs) {
   const mjModel* m = p.m();
   double before[2], after[2], ctrl_sq = 0;
   p.position(before);
+  // Actions are clipped into the bounds (EnvSpec's contract, as the Python path clips before
+  // gymnasium and CleanRL's ClipAction does), so the control cost is that of the clipped action.
   for (int i = 0; i < m->nu; ++i) {
-    p.d->ctrl[i] = double(a.values[i]);
+    p.d->ctrl[i] = std::clamp(double(a.values[i]), double(spec_.action_low[size_t(i)]), double(spec_.action_high[size_t(i)]));
     ctrl_sq += p.d->ctrl[i] * p.d->ctrl[i];
   }
   for (int k = 0; k < p.s->frame_skip; ++k) mj_step(m, p.d);

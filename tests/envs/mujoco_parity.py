@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The native MuJoCo envs (envs/mujoco_locomotion.h, ids <Name>-v4) against gymnasium's.
 
-1. Steps: gymnasium's env plays uniform random actions; after each reset its state (qpos, qvel) is
-   recorded, and mujoco_replay starts the native env from that state and takes the same actions:
-   every observation, reward and terminated/truncated flag must agree. The trace must contain what
+1. Steps: gymnasium's env plays uniform random actions, a third of their elements past the bounds
+   and clipped for gymnasium (the native env gets them unclipped and must clip them itself); after
+   each reset its state (qpos, qvel) is recorded, and mujoco_replay starts the native env from that
+   state and takes the same actions: every observation, reward and terminated/truncated flag must agree. The trace must contain what
    it is meant to check: terminations (Hopper, Walker2d, Humanoid fall) and time limits
    (HalfCheetah's whole 1000-step episodes). The action bounds must be gymnasium's.
 2. Health at the edges: states set exactly on each bound of the healthy ranges and just either
@@ -66,7 +67,7 @@ def nums(xs):
 
 def trace(env_id, episodes, cap, seed):
     env = gym.make(env_id)
-    env.action_space.seed(seed)
+    rng = np.random.default_rng(seed)
     u = env.unwrapped
     data = u.data
     lines = [f"env {env_id}", f"bounds {nums(env.action_space.low)} {nums(env.action_space.high)}"]
@@ -78,8 +79,10 @@ def trace(env_id, episodes, cap, seed):
         obs, _ = env.reset(seed=seed + ep)
         lines.append(f"reset {nums(data.qpos)} {nums(data.qvel)} {nums(obs)}")
         for _ in range(cap):
-            a = env.action_space.sample()
-            obs, r, term, trunc, _ = env.step(a)
+            # A third of the elements fall past the bounds: the native env clips them (EnvSpec's contract;
+            # mpirl's Python path clips before gymnasium), gymnasium gets them clipped.
+            a = (1.5 * rng.uniform(env.action_space.low, env.action_space.high)).astype(np.float32)
+            obs, r, term, trunc, _ = env.step(np.clip(a, env.action_space.low, env.action_space.high))
             lines.append(f"step {nums(a)} {float(r)!r} {int(term)} {int(trunc)} {nums(obs)}")
             if term or trunc:
                 break
