@@ -38,7 +38,13 @@ TITLES = {"mujoco": "MuJoCo", "mujoco_native": "MuJoCo on mpirl's native envs", 
           "r2d2_minatar": "MinAtar with the package's settings (R2D2)",
           "r2d2_classic": "Classic control (R2D2)", "atari": "Atari (GPU learner, central inference)"}
 # How a suite's runs shared their machine, where it is not the usual one to five at a time.
-RUN_NOTES = {"atari": "One run per call of a lend, alone on the machine."}
+RUN_NOTES = {"mujoco_native": "The envs are mpirl's C++ ones (`envs/mujoco_locomotion.h`), the same MDPs as the "
+                          "MuJoCo suite's `gym:` ids (`ctest -R envs.mujoco_parity`); the config was tuned on that "
+                          "suite's seeds 1-3, and the columns keep its split by seed number.",
+         "atari": "One run per call of a lend, alone on the machine.",
+             "mujoco_native": "One run at a time on the AMD VM (December 2); from Humanoid's seed 3 to its seed 5 "
+                              "(seven runs) a niced build of an older mpirl ran beside them, and two 16k-step "
+                              "Pendulum runs beside Ant's seed 3."}
 # How each seed's runs of a suite shared their machine (the CSV records the machine only); a suite
 # listed here needs an entry for every seed it has, or its page says "not recorded".
 SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and tests at times",
