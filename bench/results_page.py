@@ -52,7 +52,8 @@ SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and test
                         3: "one at a time on the AMD VM (its first LRU cells beside a few short runs)",
                         4: "one at a time on the AMD VM (lru, mingru, ffm and ssm on every task on December 1; "
                            "gru and lstm on every task on December 2)",
-                        5: "one at a time on the AMD VM, December 2"},
+                        5: "one at a time on the AMD VM, December 2 (GRU's eight cells on a faster AMD VM "
+                           "with AVX-512, later that day)"},
              "minatar_paper": {1: "on the Xeon VM, one to five runs at a time",
                                2: "on the AMD VM, beside other runs (SpaceInvaders alone)",
                                3: "one at a time on the AMD VM", 4: "one at a time on the AMD VM",
