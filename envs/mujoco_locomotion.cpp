@@ -15,75 +15,18 @@
 #ifndef MPIRL_WITH_MUJOCO
 #define MPIRL_WITH_MUJOCO 0
 #endif
+// The envs on MuJoCo; a build without it compiles envs/mujoco/unavailable.cpp instead.
 #if MPIRL_WITH_MUJOCO
 #include <mujoco/mujoco.h>
-#endif
-#ifndef MPIRL_MUJOCO_ASSETS
-#define MPIRL_MUJOCO_ASSETS ""
-#endif
+
+#include "envs/mujoco/setups.h"
 
 namespace mpirl::envs {
-namespace {
 
-enum class Kind { Ant, HalfCheetah, Hopper, Humanoid, Walker2d };
-
-// Each env's constants as gymnasium's <env>_v4.py sets them (its constructor's defaults).
-struct Setup {
-  const char* id;
-  const char* xml;
-  Kind kind;
-  int frame_skip;
-  double noise;       // reset_noise_scale
-  bool normal_qvel;   // qvel noise: noise x N(0, 1) (HalfCheetah, Ant), else U(-noise, noise)
-  double ctrl_cost;   // ctrl_cost_weight
-  double forward;     // forward_reward_weight
-  double healthy;     // healthy_reward
-  const char* text;
-};
-
-const Setup kSetups[] = {
-    {"Ant-v4", "ant.xml", Kind::Ant, 5, 0.1, true, 0.5, 1.0, 1.0,
-     "gymnasium Ant-v4 (MuJoCo, native): a quadruped runs forward; 8 torques, 27 observations, "
-     "terminates when the torso leaves z in [0.2, 1.0], 1000-step limit"},
-    {"HalfCheetah-v4", "half_cheetah.xml", Kind::HalfCheetah, 5, 0.1, true, 0.1, 1.0, 0.0,
-     "gymnasium HalfCheetah-v4 (MuJoCo, native): a planar cheetah runs forward; 6 torques, "
-     "17 observations, never terminates, 1000-step limit"},
-    {"Hopper-v4", "hopper.xml", Kind::Hopper, 4, 5e-3, false, 1e-3, 1.0, 1.0,
-     "gymnasium Hopper-v4 (MuJoCo, native): a one-legged hopper hops forward; 3 torques, "
-     "11 observations, terminates when it falls, 1000-step limit"},
-    {"Humanoid-v4", "humanoid.xml", Kind::Humanoid, 5, 1e-2, false, 0.1, 1.25, 5.0,
-     "gymnasium Humanoid-v4 (MuJoCo, native): a humanoid walks forward; 17 torques, "
-     "376 observations, terminates when the torso leaves z in (1, 2), 1000-step limit"},
-    {"Walker2d-v4", "walker2d.xml", Kind::Walker2d, 4, 5e-3, false, 1e-3, 1.0, 1.0,
-     "gymnasium Walker2d-v4 (MuJoCo, native): a planar biped walks forward; 6 torques, "
-     "17 observations, terminates when it falls, 1000-step limit"},
-};
-[[maybe_unused]] constexpr int64_t kMaxEpisodeSteps = 1000;  // gymnasium's registration of every -v4 id
-
-const Setup& setup_of(const std::string& id) {
-  for (const Setup& s : kSetups)
-    if (id == s.id) return s;
-  throw ConfigError(fmt::format("config key 'env.id' = \"{}\": not a MuJoCo env (expected one of {})", id,
-                                fmt::join(mujoco_env_ids(), ", ")));
-}
-
-}  // namespace
-
-const std::vector<std::string>& mujoco_env_ids() {
-  static const std::vector<std::string> ids = [] {
-    std::vector<std::string> v;
-    for (const Setup& s : kSetups) v.push_back(s.id);
-    return v;
-  }();
-  return ids;
-}
-
-std::string mujoco_assets_dir() {
-  const char* e = std::getenv("MPIRL_MUJOCO_ASSETS");
-  return e && *e ? std::string(e) : std::string(MPIRL_MUJOCO_ASSETS);
-}
-
-#if MPIRL_WITH_MUJOCO
+using mujoco_loco::Kind;
+using mujoco_loco::kMaxEpisodeSteps;
+using mujoco_loco::Setup;
+using mujoco_loco::setup_of;
 
 namespace {
 // MuJoCo prints its warnings to stdout by default (gymnasium's XMLs give one on loading Ant and
@@ -140,6 +83,7 @@ struct MujocoLocomotion::Impl {
   double dt = 0;    // timestep x frame_skip, as gymnasium's dt
   int64_t steps = 0;
   double mass_total = 0;
+  std::vector<double> qpos0_buf, qvel0_buf;  // reset()'s draws
 
   ~Impl() {
     if (d) mj_deleteData(d);
@@ -303,7 +247,9 @@ void MujocoLocomotion::reset(void* obs) {
   Impl& p = *impl_;
   const mjModel* m = p.m();
   const double s = p.s->noise;
-  std::vector<double> qpos(size_t(m->nq)), qvel(size_t(m->nv));
+  std::vector<double>& qpos = p.qpos0_buf;  // scratch kept across resets: no allocation per episode
+  std::vector<double>& qvel = p.qvel0_buf;
+  qpos.resize(size_t(m->nq)), qvel.resize(size_t(m->nv));
   // init_qpos is the model's qpos0 and init_qvel zero (gymnasium reads them from a fresh MjData);
   // numpy's uniform(low, high) is low + (high - low) U[0, 1).
   auto u = [&p] { return double(p.rng() >> 11) * 0x1.0p-53; };
@@ -344,27 +290,6 @@ StepResult MujocoLocomotion::step(const Action& a, void* obs) {
   return r;
 }
 
-#else  // built without MuJoCo
-
-struct MujocoLocomotion::Impl {};
-
-MujocoLocomotion::MujocoLocomotion(const std::string& id, uint64_t) {
-  setup_of(id);
-  throw ConfigError(fmt::format("config key 'env.id' = \"{}\": this mpirl was built without MuJoCo (CMake did not "
-                                "find the mujoco wheel's libmujoco and headers, or gymnasium's MuJoCo XML files, in "
-                                "{}'s site-packages): run scripts/setup.sh, which installs gymnasium[mujoco], then "
-                                "scripts/build.sh; or use \"gym:{}\"",
-                                id, MPIRL_PYTHON_EXECUTABLE, id));
-}
-MujocoLocomotion::~MujocoLocomotion() = default;
-int MujocoLocomotion::nq() const { return 0; }
-int MujocoLocomotion::nv() const { return 0; }
-void MujocoLocomotion::reset_to(const double*, const double*, void*) {}
-bool MujocoLocomotion::healthy_at(const double*, const double*) { return false; }
-std::vector<double> MujocoLocomotion::state() const { return {}; }
-void MujocoLocomotion::reset(void*) {}
-StepResult MujocoLocomotion::step(const Action&, void*) { return {}; }
-
-#endif
-
 }  // namespace mpirl::envs
+
+#endif  // MPIRL_WITH_MUJOCO
