@@ -38,10 +38,7 @@ TITLES = {"mujoco": "MuJoCo", "mujoco_native": "MuJoCo on mpirl's native envs", 
           "r2d2_minatar": "MinAtar with the package's settings (R2D2)",
           "r2d2_classic": "Classic control (R2D2)", "atari": "Atari (GPU learner, central inference)"}
 # How a suite's runs shared their machine, where it is not the usual one to five at a time.
-RUN_NOTES = {"mujoco_native": "The envs are mpirl's C++ ones (`envs/mujoco_locomotion.h`), the same MDPs as the "
-                          "MuJoCo suite's `gym:` ids (`ctest -R envs.mujoco_parity`); the config was tuned on that "
-                          "suite's seeds 1-3, and the columns keep its split by seed number.",
-         "atari": "One run per call of a lend, alone on the machine.",
+RUN_NOTES = {"atari": "One run per call of a lend, alone on the machine.",
              "mujoco_native": "One run at a time on the AMD VM (December 2); from Humanoid's seed 3 to its seed 5 "
                               "(seven runs) a niced build of an older mpirl ran beside them, and two 16k-step "
                               "Pendulum runs beside Ant's seed 3."}
@@ -75,7 +72,11 @@ def seed_runs(suite, rows):
 NOT_RUN = {"atari": "Atari runs on a lent GPU machine, the first call of the lend: `GPU_CHECK_PARTS=learn "
                    "bench/gpu_check.sh` ([Benchmarks](benchmarks.md))."}
 # What a suite's runs do that its heading cannot say.
-NOTES = {"atari": "Run on a lent GPU machine by `bench/gpu_check.sh` (part `learn`), whose call is 10 minutes: "
+NOTES = {"mujoco_native": "The envs are mpirl's C++ ones (`envs/mujoco_locomotion.h`), the same MDPs as the "
+                          "MuJoCo suite's `gym:` ids (`ctest -R envs.mujoco_parity`, and `ctest -R "
+                          "mpi.mujoco_dump_check` for what reaches the learner); the config was tuned on that "
+                          "suite's seeds 1-3, and the columns keep its split by seed number.",
+         "atari": "Run on a lent GPU machine by `bench/gpu_check.sh` (part `learn`), whose call is 10 minutes: "
                   "the run stops at its wall-clock limit, so a row's env steps say where it got, short of the "
                   "budget, and its score is the last 100 episodes there. The config is Sample Factory's Atari "
                   "recipe, not tuned on this suite: seed 1 sits in the tuning column by its number only. "
