@@ -131,6 +131,9 @@ class Checker:
         T = act.shape[0]
         who = f"item {i} (actor {it['actor'][i]}, env {it['env_index'][i]})"
         boots = {int(s): k for k, s in enumerate(boot_step[i]) if s >= 0} if boot_step is not None else {}
+        for s in boots:
+            if not (0 <= s < T and trunc[s]):
+                self.fail(f"{who} step {s}", "a bootstrap record at a step that was not truncated")
         if init[0]:
             self.check_reset(obs[0], who + " step 0")
         warm = False
