@@ -49,8 +49,11 @@ SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and test
                         3: "one at a time on the AMD VM (its first LRU cells beside a few short runs)",
                         4: "one at a time on the AMD VM (lru, mingru, ffm and ssm on every task on December 1; "
                            "gru and lstm on every task on December 2)",
-                        5: "one at a time on the AMD VM, December 2 (GRU's eight cells on a faster AMD VM "
-                           "with AVX-512, later that day)"},
+                        5: "one at a time on the AMD VM, December 2 (GRU's and LSTM's eight cells each on a "
+                           "faster AMD VM with AVX-512, later that day, five of LSTM's with short MuJoCo test "
+                           "runs beside them)",
+                        6: "one at a time on a faster AMD VM with AVX-512, December 2 (short MuJoCo test runs "
+                           "of 10-90 s beside some of the LRU, minGRU, SSM and FFM cells)"},
              "minatar_paper": {1: "on the Xeon VM, one to five runs at a time",
                                2: "on the AMD VM, beside other runs (SpaceInvaders alone)",
                                3: "one at a time on the AMD VM", 4: "one at a time on the AMD VM",
