@@ -80,11 +80,11 @@ class Checker:
         self.skip, self.clipv = LAYOUT[env_id]
         self.nq, self.nv = self.env.model.nq, self.env.model.nv
         self.low, self.high = self.env.action_space.low, self.env.action_space.high
-        self.n = {"steps": 0, "terminated": 0, "truncated": 0, "resets": 0, "streams": 0, "cold": 0}
+        self.n = {"terminated": 0, "truncated": 0, "resets": 0, "streams": 0, "cold": 0}
         self.worst = {"obs": 0.0, "reward": 0.0, "boot_obs": 0.0}
         self.checked = {k: 0 for k in self.KINDS}
         self.over = {k: 0 for k in self.KINDS}  # how many of each kind exceeded TOL
-        self.errors = []  # every compared step's largest error
+        self.errors = []  # every compared step's largest error (their number: the steps compared)
         self.firsts = set()  # first observations, as bytes
         self.failures = []  # what the plumbing got wrong: joins, flags, resets, bootstrap records
         self.mismatches = []  # the first comparisons over TOL
@@ -195,7 +195,6 @@ class Checker:
                 warm = not ended
                 continue
             warm = not ended
-            self.n["steps"] += 1
             kind = "episode start" if start else "step"
             e = abs(float(rew[t]) - r2) / max(1.0, abs(r2))
             self.worst["reward"] = max(self.worst["reward"], e)
@@ -232,14 +231,26 @@ class Checker:
                                       f"(at most {MAX_MISMATCH:.0%} may, and at least one)")
 
 
+REQUIRED = FIELDS[:-2]  # boot_obs and boot_step exist only where rollouts keep bootstrap slots
+
+
 def read_dump(path):
-    with h5py.File(path, "r") as f:
-        env_id = f.attrs["env_id"]
-        env_id = env_id.decode() if isinstance(env_id, bytes) else str(env_id)
-        items = f["items"]
-        it = {k: items[k][...] for k in FIELDS if k in items}
-        it["evicted"] = int(f.attrs.get("evicted", 0))
-        return env_id, it
+    """The dump's env id and datasets; a file that is not a replay dump ends the check, named."""
+    try:
+        with h5py.File(path, "r") as f:
+            if "env_id" not in f.attrs or "items" not in f:
+                sys.exit(f"{path}: not a replay dump (no env_id attribute or /items group; docs/replay.md)")
+            env_id = f.attrs["env_id"]
+            env_id = env_id.decode() if isinstance(env_id, bytes) else str(env_id)
+            items = f["items"]
+            missing = [k for k in REQUIRED if k not in items]
+            if missing:
+                sys.exit(f"{path}: /items has no {', '.join(missing)} (docs/replay.md lists a dump's datasets)")
+            it = {k: items[k][...] for k in FIELDS if k in items}
+            it["evicted"] = int(f.attrs.get("evicted", 0))
+            return env_id, it
+    except OSError as e:
+        sys.exit(f"{path}: cannot be read as HDF5 ({e})")
 
 
 def check(env_id, it):
@@ -254,8 +265,8 @@ def check(env_id, it):
         c.check_stream(it, streams[key])
     c.verdict()
     n = it["obs"].shape[0]
-    if n == 0 or c.n["steps"] < n * it["action"].shape[1] * 0.9:
-        c.fail("the dump", f"too little compared: {c.n['steps']} steps of {n} sequences")
+    if n == 0 or len(c.errors) < n * it["action"].shape[1] * 0.9:
+        c.fail("the dump", f"too little compared: {len(c.errors)} steps of {n} sequences")
     return c
 
 
@@ -323,7 +334,7 @@ def run(args, env_id, out):
 def report(c, env_id):
     n = c.n
     errors = np.asarray(c.errors) if c.errors else np.zeros(1)
-    print(f"{env_id}: {n['streams']} env streams, {n['steps']} steps compared ({n['terminated']} terminated, "
+    print(f"{env_id}: {n['streams']} env streams, {len(c.errors)} steps compared ({n['terminated']} terminated, "
           f"{n['truncated']} truncated, {n['resets']} first observations; {n['cold']} cold first steps). "
           f"Error: median {np.median(errors):.2g}, largest "
           + ", ".join(f"{k} {v:.2g}" for k, v in c.worst.items()) + ". Over " + f"{TOL:g}: "
