@@ -69,6 +69,10 @@ struct Config {
     // Schedules over the step budget (learner/schedule.h): "constant", "linear" or "cosine".
     std::string lr_schedule = "constant", entropy_schedule = "constant";
     double lr_final = 0, entropy_coef_final = 0;
+    // > 0: after each update the learning rate's factor goes down by 1.5 where the update's KL
+    // (behaviour policy || updated policy) exceeds 2 x kl_target and up by 1.5 where it is under
+    // kl_target / 2, within [0.01, 10] (learner/trainer.h); 0: off.
+    double kl_target = 0;
     // Normalisation (learner/normalizers.h).
     bool normalize_advantages = false;
     std::string advantages = "vtrace";  // APPO's advantage estimator: "vtrace" | "gae" (learner.lambda)

@@ -113,6 +113,9 @@ void cross_validate(const Config& c) {
   if (c.learner.appo_proximal && c.learner.algo != "appo")
     bad(fmt::format("config key 'learner.appo_proximal' = true: expected learner.algo = \"appo\" (algo is \"{}\", "
                     "which has no clipped ratio to centre)", c.learner.algo));
+  if (c.learner.kl_target > 0 && c.learner.algo != "appo")
+    bad(fmt::format("config key 'learner.kl_target' = {}: expected learner.algo = \"appo\" (algo is \"{}\"; the "
+                    "rate follows the KL of APPO's updates)", c.learner.kl_target, c.learner.algo));
   if (c.learner.appo_minibatch == "steps") {
     const std::string key = "config key 'learner.appo_minibatch' = \"steps\": ";
     if (c.learner.algo != "appo")

@@ -122,6 +122,7 @@ const Schema& schema() {
     m["learner.lr_schedule"] = string_field({"constant", "linear", "cosine"},
                                             [](Config& c, std::string v) { c.learner.lr_schedule = v; });
     m["learner.lr_final"] = float_field(0, 10, [](Config& c, double v) { c.learner.lr_final = v; });
+    m["learner.kl_target"] = float_field(0, 10, [](Config& c, double v) { c.learner.kl_target = v; });
     m["learner.entropy_schedule"] = string_field({"constant", "linear", "cosine"},
                                                  [](Config& c, std::string v) { c.learner.entropy_schedule = v; });
     m["learner.entropy_coef_final"] = float_field(0, inf, [](Config& c, double v) { c.learner.entropy_coef_final = v; });

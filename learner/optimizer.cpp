@@ -189,7 +189,8 @@ std::unique_ptr<DeviceOptimizer> make_rmsprop(std::vector<torch::Tensor> params,
 
 std::unique_ptr<DeviceOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> params) {
   const auto& l = cfg.learner;
-  const bool scheduled = l.lr_schedule != "constant";
+  // A tensor rate wherever it changes during the run (a captured graph reads it at each replay).
+  const bool scheduled = l.lr_schedule != "constant" || l.kl_target > 0;
   if (l.optimizer == "adam")
     return make_adam(std::move(params), {l.lr, l.adam_beta1, l.adam_beta2, l.eps}, scheduled);
   if (l.optimizer == "rmsprop")

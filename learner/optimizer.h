@@ -63,7 +63,7 @@ std::unique_ptr<DeviceOptimizer> make_adam(std::vector<torch::Tensor> params, co
 std::unique_ptr<DeviceOptimizer> make_rmsprop(std::vector<torch::Tensor> params, const RmspropHyper& h,
                                               bool lr_tensor = false);
 // learner.optimizer with its learner.* hyper-parameters (a tensor learning rate when
-// learner.lr_schedule is not "constant").
+// learner.lr_schedule is not "constant" or learner.kl_target is on).
 std::unique_ptr<DeviceOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> params);
 
 }  // namespace mpirl::learner

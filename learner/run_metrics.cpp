@@ -56,6 +56,7 @@ nlohmann::json RunController::snapshot() const {
     put("q_mean", last_.last.q_mean);
     j["grad_norm"] = last_.grad_norm.item<double>();
     j["lr"] = last_.lr;
+    if (std::isfinite(last_.kl)) j["kl"] = last_.kl;  // learner.kl_target
     j["entropy_coef"] = last_.entropy_coef;
     if (last_.value_sigma.defined()) {  // PopArt's statistics of the value targets
       j["value_mu"] = last_.value_mu.item<double>();

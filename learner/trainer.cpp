@@ -1,5 +1,6 @@
 #include "learner/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -51,7 +52,8 @@ Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device dev
       algo_(make_algorithm(cfg)),
       lo_(loss_options(cfg)),
       mode_(resolve(mode, cfg, device)),
-      obs_norm_(policy_, average, learners) {
+      obs_norm_(policy_, average, learners),
+      average_(average) {
   algo_->attach(model_, [this] { return make_policy(cfg_, spec_, device_).ptr(); });
   params_ = model_->parameters();
   optim_ = make_optimizer(cfg, params_);
@@ -68,9 +70,16 @@ Trainer::Trainer(const Config& cfg, const envs::EnvSpec& spec, torch::Device dev
   nan_ = torch::zeros({}, f);
 }
 
+void Trainer::apply_lr() {
+  const auto& l = cfg_.learner;
+  const double base = l.lr_schedule == "constant" ? l.lr : scheduled(l.lr_schedule, l.lr, l.lr_final, progress_);
+  optim_->set_lr(lr_factor_ * kl_factor_ * base);
+}
+
 void Trainer::set_progress(double f) {
   const auto& l = cfg_.learner;
-  if (l.lr_schedule != "constant") optim_->set_lr(lr_factor_ * scheduled(l.lr_schedule, l.lr, l.lr_final, f));
+  progress_ = f;
+  if (l.lr_schedule != "constant") apply_lr();
   if (lo_.entropy_coef_t.defined()) {
     torch::NoGradGuard g;
     lo_.entropy_coef = scheduled(l.entropy_schedule, l.entropy_coef, l.entropy_coef_final, f);
@@ -228,7 +237,30 @@ UpdateResult Trainer::update(TrainBatch& received, const BootInputs& boot) {
   r.grad_norm = copies ? o.grad_norm.clone() : o.grad_norm;
   r.priorities = batch.priorities.defined() ? batch.priorities : prios.size() == 1 ? prios[0] : torch::cat(prios);
   after_update(r);
+  if (const double target = cfg_.learner.kl_target; target > 0) {
+    r.kl = measure_kl(batch);
+    // A non-finite KL (the non-finite guard's business) leaves the rate as it is.
+    if (r.kl > 2 * target) kl_factor_ = std::max(kKlFactorMin, kl_factor_ / 1.5);
+    else if (r.kl < target / 2) kl_factor_ = std::min(kKlFactorMax, kl_factor_ * 1.5);
+    apply_lr();
+  }
   return r;
+}
+
+double Trainer::measure_kl(const TrainBatch& batch) {
+  torch::NoGradGuard g;
+  const int64_t T = batch.rewards.size(0);
+  const auto out = algo_->forward(*model_, batch);
+  const auto log_r = (models::log_prob(spec_, out.dist.slice(0, 0, T), batch.actions) - batch.behaviour_logp)
+                         .to(torch::kFloat64);
+  const auto k3 = log_r.exp() - 1 - log_r;
+  torch::Tensor kl = batch.keep.defined()
+                         ? (k3 * batch.keep.to(torch::kFloat64).unsqueeze(0)).sum() /
+                               (batch.keep.to(torch::kFloat64).sum().clamp_min(1.0) * double(T))
+                         : k3.mean();
+  kl = kl.reshape({1});
+  if (average_) average_(kl);
+  return kl.item<double>();
 }
 
 Trainer::NonFinite Trainer::nonfinite() const {
@@ -266,7 +298,7 @@ bool Trainer::restore(double lr_factor) {
   for (size_t i = 0; i < all.size(); ++i) all[i].copy_(snapshot_[i]);  // in place: a captured graph keeps them
   in_a_row_.zero_();
   lr_factor_ *= lr_factor;
-  if (cfg_.learner.lr_schedule == "constant") optim_->set_lr(lr_factor_ * cfg_.learner.lr);
+  apply_lr();
   return true;
 }
 

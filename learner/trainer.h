@@ -3,6 +3,7 @@
 // through a GradientReducer. It knows nothing about MPI messages or the run: it takes batches on
 // its device and updates the parameters. On CUDA each optimizer step is, by default, one replay of
 // a captured CUDA graph (learner/graph_step.h); eager steps otherwise.
+#include <cmath>
 #include <memory>
 
 #include <torch/torch.h>
@@ -33,6 +34,10 @@ struct UpdateResult {
   torch::Tensor grad_norm;    // total gradient norm before clipping, last step
   int64_t steps = 0;          // optimizer steps taken
   double lr = 0, entropy_coef = 0;       // the (scheduled) values this update used
+  // learner.kl_target: the mean over the batch's kept steps of (r - 1) - log r, r = pi / mu, with
+  // pi the policy after the update and mu the actors' (an estimate of KL(mu || pi) from mu's own
+  // actions), averaged over the learners; NaN when kl_target is 0.
+  double kl = std::nan("");
   torch::Tensor value_mu, value_sigma;   // PopArt's statistics after the update (undefined without)
 };
 
@@ -73,6 +78,12 @@ class Trainer {
   // The schedules' position: f = env steps / step budget (learner/schedule.h). Every learner must
   // call it with the same f (learner.cpp agrees on the env steps).
   void set_progress(double f);
+  // learner.kl_target: the factor on the (scheduled) learning rate, 1 at the start. After each
+  // update it is divided by 1.5 where the update's KL (UpdateResult::kl) is over 2 x kl_target and
+  // multiplied by 1.5 where it is under kl_target / 2, within [kKlFactorMin, kKlFactorMax]; the
+  // next update uses it. Saved in learner.pt.
+  double kl_factor() const { return kl_factor_; }
+  static constexpr double kKlFactorMin = 0.01, kKlFactorMax = 10;
   const ObsNormalizer& obs_normalizer() const { return obs_norm_; }
 
   // Parameters, optimizer state (moments and step counts) and the torch RNG states: a checkpoint's
@@ -104,6 +115,8 @@ class Trainer {
   StepOut step(const TrainBatch& b);  // one optimizer step, eager or through the static step
   void after_update(UpdateResult& r);  // PopArt's statistics; the scheduled values into r
   std::vector<torch::Tensor> state_tensors() const;  // parameters, buffers, optimizer and PopArt state
+  void apply_lr();                                   // lr_factor_ x kl_factor_ x the scheduled rate
+  double measure_kl(const TrainBatch& batch);        // UpdateResult::kl, after the update's steps
 
   const Config& cfg_;
   envs::EnvSpec spec_;
@@ -126,6 +139,8 @@ class Trainer {
   bool nan_on_ = false;  // inject_nan(true): nan_ holds NaN
   std::vector<torch::Tensor> snapshot_;  // rollback: copies of every tensor a step changes
   double lr_factor_ = 1;
+  double kl_factor_ = 1, progress_ = 0;
+  AverageFn average_;  // several learners: the KL averaged over them (every learner the same rate)
 };
 
 // Scales every gradient so that their joint L2 norm is at most max_norm (as

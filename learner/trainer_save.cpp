@@ -36,6 +36,7 @@ void Trainer::save(torch::serialize::OutputArchive& ar) {
     std::lock_guard<std::mutex> lock(dev.mutex());
     ar.write("rng_device", dev.get_state());
   }
+  ar.write("kl_factor", torch::tensor(kl_factor_, torch::kFloat64));  // learner.kl_target's rate factor
 }
 
 void Trainer::load(torch::serialize::InputArchive& ar) {
@@ -73,6 +74,10 @@ void Trainer::load(torch::serialize::InputArchive& ar) {
     std::lock_guard<std::mutex> lock(dev.mutex());
     dev.set_state(rng);
   }
+  // Saved by an mpirl before learner.kl_target: the factor starts again at 1.
+  torch::Tensor kl;
+  kl_factor_ = ar.try_read("kl_factor", kl) ? kl.item<double>() : 1.0;
+  apply_lr();
 }
 
 }  // namespace mpirl::learner
