@@ -2,6 +2,7 @@
 // Random learner batches and parameter comparisons, shared by the unit tests and the GPU tests.
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <vector>
 
 #include <torch/torch.h>
@@ -39,6 +40,19 @@ inline learner::TrainBatch random_batch(int64_t T, int64_t B, int64_t D, int64_t
                   &b.state0, &b.weights, &b.keep})
     to(*t);
   return b;
+}
+
+// learner.pt's round trip: `from` saved to memory and loaded into `to`.
+inline void copy_checkpoint(learner::Trainer& from, learner::Trainer& to) {
+  std::stringstream saved;
+  {
+    torch::serialize::OutputArchive ar;
+    from.save(ar);
+    ar.save_to(saved);
+  }
+  torch::serialize::InputArchive ar;
+  ar.load_from(saved);
+  to.load(ar);
 }
 
 inline std::vector<torch::Tensor> params_of(learner::Trainer& t) {

@@ -118,18 +118,8 @@ TEST(KlTarget, FactorTravelsInTheCheckpoint) {
     tr.update(b, {});
   }
   EXPECT_NEAR(tr.kl_factor(), 2.25, 1e-12);
-  std::stringstream saved;
-  {
-    torch::serialize::OutputArchive ar;
-    tr.save(ar);
-    ar.save_to(saved);
-  }
   Trainer other(cfg, spec, torch::kCPU, none);
-  {
-    torch::serialize::InputArchive ar;
-    ar.load_from(saved);
-    other.load(ar);
-  }
+  mpirl::testing::copy_checkpoint(tr, other);
   EXPECT_NEAR(other.kl_factor(), 2.25, 1e-12);
   auto b = mpirl::testing::random_batch(6, 4, spec.obs_size(), 2, 0, 60);
   EXPECT_NEAR(other.update(b, {}).lr, 2.25e-3, 1e-12);

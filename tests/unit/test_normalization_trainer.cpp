@@ -99,18 +99,8 @@ TEST(Trainer, NormalisationStateTravelsInTheFlatVectorAndTheCheckpoint) {
     EXPECT_TRUE(mine.value.equal(theirs.value));
   }
   // The checkpoint (learner.pt) restores the statistics: the next update is the same.
-  std::stringstream saved;
-  {
-    torch::serialize::OutputArchive ar;
-    tr.save(ar);
-    ar.save_to(saved);
-  }
   Trainer other(cfg, spec, torch::kCPU, none);
-  {
-    torch::serialize::InputArchive ar;
-    ar.load_from(saved);
-    other.load(ar);
-  }
+  mpirl::testing::copy_checkpoint(tr, other);
   EXPECT_DOUBLE_EQ(other.obs_normalizer().moments().count(), tr.obs_normalizer().moments().count());
   auto b = mpirl::testing::random_batch(4, 2, spec.obs_size(), 2, 0, 30);
   auto b2 = b;
