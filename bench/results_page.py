@@ -62,15 +62,14 @@ SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and test
                                6: "one at a time on the AMD VM"},
              "mujoco": {1: "on the AMD VM with AVX-512, December 2; Hopper alone, the rest two runs "
                            "at a time (about 1.4x an alone run's wall: Hopper's seed 1 alone took 242 s, its seed 6 "
-                           "beside another run 339 s)"},
-             "mujoco_native": {1: "on the AMD VM with AVX-512, December 2, beside other runs and a fresh clone's CI"}}
-for _s in (2, 3, 4, 5, 6):
-    SEED_RUNS["mujoco"][_s] = "on the AMD VM with AVX-512, December 2, two runs at a time"
-SEED_RUNS["mujoco_native"].update({2: SEED_RUNS["mujoco_native"][1], 3: SEED_RUNS["mujoco_native"][1],
-                                   4: "on the AMD VM with AVX-512, December 2 (Hopper, Walker2d, HalfCheetah and "
-                                      "Ant beside other runs; Humanoid alone)",
-                                   5: "one at a time on the AMD VM with AVX-512, December 2",
-                                   6: "one at a time on the AMD VM with AVX-512, December 2"})
+                           "beside another run 339 s)",
+                        **{s: "on the AMD VM with AVX-512, December 2, two runs at a time" for s in (2, 3, 4, 5, 6)}},
+             "mujoco_native": {**{s: "on the AMD VM with AVX-512, December 2, beside other runs and a fresh clone's CI"
+                                  for s in (1, 2, 3)},
+                               4: "on the AMD VM with AVX-512, December 2 (Hopper, Walker2d, HalfCheetah and Ant "
+                                  "beside other runs; Humanoid alone)",
+                               5: "one at a time on the AMD VM with AVX-512, December 2",
+                               6: "one at a time on the AMD VM with AVX-512, December 2"}}
 
 
 def seed_runs(suite, rows):
