@@ -19,7 +19,7 @@ const std::vector<std::string>& resume_safe_keys() {
       "actor.inference", "actor.env_groups", "actor.compress_obs", "actor.compress_level", "roles.inference_per_node", "roles.inference_hosts", "inference.max_batch_rows",
       "inference.max_wait_us", "inference.device", "inference.threads", "inference.emulate_batch_us",
       "inference.emulate_row_us", "learner.frozen", "learner.on_nonfinite", "learner.nonfinite_limit",
-      "learner.device", "learner.collective_timeout_s", "learner.cuda_graph", "learner.self_check",
+      "learner.device", "learner.collective_timeout_s", "learner.cuda_graph", "learner.grad_by_hand", "learner.self_check",
       "eval.interval_s", "eval.episodes", "eval.threads", "eval.greedy",
       "kernels.scan_backend"};
   return k;

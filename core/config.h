@@ -83,6 +83,8 @@ struct Config {
     double collective_timeout_s = 300;
     bool self_check = true;  // check the scan, the step and the reducer before training; fall back on a mismatch
     bool cuda_graph = true;  // CUDA learners: the optimizer step as a captured CUDA graph
+    bool grad_by_hand = true;  // eager CPU steps: the gradient without autograd where the algorithm has
+                               // it in closed form (Algorithm::grad_by_hand); false: autograd always
     bool frozen = false;     // batches received and counted, no update: parameters stay fixed (benchmarks)
     std::string on_nonfinite = "skip";  // a non-finite loss or gradient: "skip" | "rollback" | "stop"
     int64_t nonfinite_limit = 100;      // skipped updates in a row before stopping (skip) or rolling back

@@ -99,6 +99,7 @@ const Schema& schema() {
     m["learner.max_grad_norm"] = float_field(0, inf, [](Config& c, double v) { c.learner.max_grad_norm = v; });
     m["learner.collective_timeout_s"] = float_field(1, inf, [](Config& c, double v) { c.learner.collective_timeout_s = v; });
     m["learner.cuda_graph"] = bool_field([](Config& c, bool v) { c.learner.cuda_graph = v; });
+    m["learner.grad_by_hand"] = bool_field([](Config& c, bool v) { c.learner.grad_by_hand = v; });
     m["learner.self_check"] = bool_field([](Config& c, bool v) { c.learner.self_check = v; });
     m["learner.frozen"] = bool_field([](Config& c, bool v) { c.learner.frozen = v; });
     m["learner.on_nonfinite"] = string_field({"skip", "rollback", "stop"},

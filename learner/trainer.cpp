@@ -118,6 +118,10 @@ StepFns Trainer::step_fns() {
   StepFns f;
   f.grad = [this](const TrainBatch& b) {
     optim_->zero_grad(true);
+    LossTerms by_hand;  // an eager CPU step where the algorithm has the gradient in closed form
+    if (mode_ == StepMode::Eager && !nan_on_ && cfg_.learner.grad_by_hand &&
+        algo_->grad_by_hand(spec_, *model_, b, lo_, by_hand))
+      return by_hand;
     auto out = algo_->forward(*model_, b);
     LossTerms l = algo_->loss(spec_, b, out, lo_);
     // x 1, or from the test hook on x NaN: NaN loss and gradients (an eager step leaves out the x 1)

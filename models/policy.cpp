@@ -163,7 +163,18 @@ PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
   }
   TORCH_CHECK(!core_, "Policy::forward is for feed-forward policies; use step() or unroll() with a recurrent core");
   const auto x = input(obs);
-  return heads(torso(x), x);
+  if (obs_rank_ != 1 || x.dim() <= 2) return heads(torso(x), x);
+  // [..., D] -> [N, D]: the linear layers then run on 2-D inputs, one addmm each (autograd records
+  // one node, not the matmul, view and bias add of a 3-D input), as act() computes them.
+  std::vector<int64_t> lead(x.sizes().begin(), x.sizes().end() - 1);
+  const auto xf = x.reshape({-1, x.size(-1)});
+  return unflatten(heads(torso(xf), xf), lead);
+}
+
+PolicyOutput PolicyImpl::unflatten(const PolicyOutput& o, std::vector<int64_t> lead) {
+  auto value = o.value.view(lead);
+  lead.push_back(o.dist.size(-1));
+  return {o.dist.view(lead), value};
 }
 
 torch::Tensor PolicyImpl::initial_state(int64_t B) const {
@@ -178,10 +189,17 @@ PolicyOutput PolicyImpl::unroll(const torch::Tensor& obs, const torch::Tensor& i
     PolicyOutput o = py_->unroll(py_obs(obs), is_init.to(torch::kFloat32), s0);
     return {o.dist, py_value(o.value)};
   }
-  const auto x = input(obs);
-  auto h = torso(x);
-  if (core_) h = core_->sequence(h, state0, is_init).first;
-  return heads(h, x);
+  const auto x = input(obs);  // [T, B, obs...]
+  if (obs_rank_ != 1) {
+    auto h = torso(x);
+    if (core_) h = core_->sequence(h, state0, is_init).first;
+    return heads(h, x);
+  }
+  const int64_t T = x.size(0), B = x.size(1);
+  const auto xf = x.reshape({T * B, x.size(-1)});  // as forward(): 2-D linear layers
+  auto h = torso(xf);
+  if (core_) h = core_->sequence(h.view({T, B, h.size(-1)}), state0, is_init).first.flatten(0, 1);
+  return unflatten(heads(h, xf), {T, B});
 }
 
 PolicyOutput PolicyImpl::step(const torch::Tensor& obs, const torch::Tensor& is_init, torch::Tensor& state) {

@@ -23,6 +23,16 @@ ModelOptions model_options(const Config& cfg);
 // Throws ConfigError naming the key when the model cannot be built for `spec` (rank 0, at start).
 void validate_model_config(const Config& cfg, const envs::EnvSpec& spec);
 
+// A feed-forward MLP policy's forward pass as its backward pass by hand reads it
+// (PolicyImpl::tape_forward): every layer's output, no autograd graph.
+struct MlpTape {
+  torch::Tensor x;               // [N, obs_size] what the layers read (input(): normalised)
+  std::vector<torch::Tensor> h;  // [N, hidden_i] the torso's layers after their activation
+  std::vector<torch::Tensor> c;  // [N, hidden_i] the separate critic's
+  torch::Tensor head;            // [N, L or A] logits or the Gaussian mean
+  torch::Tensor value;           // [N] in return units
+};
+
 // Preallocated per-step outputs of PolicyImpl::act for B envs (PolicyImpl::act_buffers).
 struct ActBuffers {
   torch::Tensor init;            // [B] float32: is_init of this step (the caller fills it)
@@ -58,6 +68,19 @@ class PolicyImpl : public PolicyModel {
   // with act_q the Q-values V + A - mean_a A.
   torch::Tensor acting_rows(const PolicyOutput& out) const;
   const torch::Tensor& log_std() const { return log_std_; }
+  // The gradient by hand (models/policy_by_hand.cpp), for a loss whose own gradient with respect to
+  // the head and the value is known in closed form (APPO's: learner/algorithms/appo_by_hand.cpp):
+  // the forward pass as addmm and in-place activations, the backward pass as two mm and a column
+  // sum per layer, and no autograd graph (a small MLP's step on a CPU is mostly the dispatch of
+  // small ops and autograd's bookkeeping). Only for the MLP encoder over vector observations
+  // without a core, Python module or act_q, float32 on the CPU (by_hand()). tape_forward: obs
+  // [..., obs_size] float; tape_backward sets every parameter's .grad() (as backward() after
+  // zero_grad) from d_head [N, L or A], d_value [N] (return units) and, for a Gaussian policy,
+  // d_log_std [A].
+  bool by_hand() const;
+  void tape_forward(const torch::Tensor& obs, MlpTape& t);
+  void tape_backward(const MlpTape& t, const torch::Tensor& d_head, const torch::Tensor& d_value,
+                     const torch::Tensor& d_log_std);
   // Value of obs [B, obs...] continuing from `state` without changing it (truncation bootstrap).
   torch::Tensor value_after(const torch::Tensor& obs, const torch::Tensor& state) override;
   bool recurrent() const { return py_ ? py_->state_size() > 0 : core_ != nullptr; }
@@ -94,6 +117,7 @@ class PolicyImpl : public PolicyModel {
   // The encoder's features of input(raw).
   torch::Tensor torso(const torch::Tensor& obs);
   PolicyOutput heads(const torch::Tensor& h, const torch::Tensor& obs);
+  static PolicyOutput unflatten(const PolicyOutput& o, std::vector<int64_t> lead);
   // The value in return units: from the policy's features h, or (separate critic) from input(raw)
   // alone.
   torch::Tensor value_of(const torch::Tensor& h, const torch::Tensor& obs);

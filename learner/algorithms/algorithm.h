@@ -64,6 +64,15 @@ class Algorithm {
   virtual LossTerms loss(const envs::EnvSpec& spec, const TrainBatch& b, const models::PolicyOutput& out,
                          const LossOptions& o) const = 0;
 
+  // One optimizer step's gradient without autograd, where the algorithm has it in closed form for
+  // this policy and batch (APPO over steps, an MLP policy that PolicyImpl::by_hand runs): sets every
+  // parameter's .grad() as loss(forward()).total.backward() would, fills l.total, l.policy and
+  // l.value, and returns true. False: the caller runs forward, loss and backward. Eager CPU steps
+  // only (learner.grad_by_hand).
+  virtual bool grad_by_hand(const envs::EnvSpec& spec, models::PolicyModel& m, const TrainBatch& b,
+                            const LossOptions& o, LossTerms& l) const {
+    return false;
+  }
   // The policy's outputs that loss() takes: the unroll over the whole sequence, obs [T+1, B] (R2D2:
   // from the end of its burn-in). Runs inside the optimizer step, as loss() does.
   virtual models::PolicyOutput forward(models::PolicyModel& m, const TrainBatch& b) const {

@@ -2,6 +2,7 @@
 // Asynchronous PPO: the clipped surrogate on V-trace advantages, several epochs over minibatches
 // of each batch (learner.appo_epochs x learner.appo_minibatches optimizer steps).
 #include "learner/algorithms/actor_critic.h"
+#include "models/policy.h"
 
 namespace mpirl::learner {
 
@@ -30,10 +31,17 @@ class Appo final : public Algorithm {
     return appo_loss(spec, b, out, o);
   }
   void prepare(const envs::EnvSpec& spec, models::PolicyModel& m, TrainBatch& b, const LossOptions& o) const override;
+  // A Gaussian MLP policy's step over fixed advantages (appo_by_hand.cpp): the surrogate's, the
+  // value loss's and the entropy bonus's gradients in closed form. Not with appo_proximal,
+  // importance weights, masked sequences, a scheduled entropy coefficient, or a step that
+  // computes the logging-only terms (o.stats): those take autograd.
+  bool grad_by_hand(const envs::EnvSpec& spec, models::PolicyModel& m, const TrainBatch& b, const LossOptions& o,
+                    LossTerms& l) const override;
 
  private:
   int epochs_, minibatches_;
   bool steps_;
+  mutable models::MlpTape tape_;  // grad_by_hand's forward pass
 };
 
 }  // namespace mpirl::learner
