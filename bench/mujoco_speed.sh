@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Where configs/mujoco.toml's time goes, and whether a second learner thread helps. Its actors are
+# Where configs/mujoco.toml's time goes, whether a second learner thread helps, and what the
+# gradient by hand gains. Its actors are
 # synchronous (policy lag 0 whatever the speed) and idle while the learner updates, so a second
 # torch thread in the learner would have a core to itself during the update. Prints:
 #   - the env's own speed in one Python process (gymnasium, the fixed action 0.5 x the upper bound), and mpirl's native env
 #     (envs/mujoco_locomotion.h) in one process: the most one actor rank could collect;
-#   - Hopper-v4 (or ENV) for STEPS env steps (default 300k) with learner.threads = 1 and 2, one run
-#     at a time: env steps/s, wall time, the share of the run the learner waited for its batch
-#     (the actors' share) and the policy lag.
+#   - Hopper-v4 (or ENV) for STEPS env steps (default 300k) with learner.threads = 1 and 2, and
+#     with learner.grad_by_hand = false (autograd's step), one run at a time: env steps/s, wall
+#     time, the share of the run the learner waited for its batch (the actors' share) and the
+#     policy lag.
 # Nothing else should run beside it; compare the rows of one invocation. mpirl's
 # GOMP_SPINCOUNT=10000 applies to the 2-thread run (docs/running.md).
 # Usage: [MPIRL_BUILD_DIR=dir] bench/mujoco_speed.sh [STEPS=300000] [ENV=gym:Hopper-v4]
@@ -36,10 +38,12 @@ PY
 if [ -x "$replay_bin" ]; then
   echo "  mpirl's native ${env_id#gym:} alone (one process, a fixed action): $("$replay_bin" --speed "${env_id#gym:}" 20000) steps/s"
 fi
-for threads in 1 2; do
-  name=threads$threads
+# name, then the learner's setting: one torch thread, two, and autograd's gradient in place of the
+# closed form (learner.grad_by_hand = false: the config's step before it)
+for variant in "threads1 learner.threads=1" "threads2 learner.threads=2" "autograd learner.grad_by_hand=false"; do
+  name=${variant%% *}
   mpirun -n 4 --oversubscribe "$bin" train --config "$root/configs/mujoco.toml" \
-    --set "env.id=\"$env_id\"" --set learner.threads=$threads --set run.total_env_steps="$steps" \
+    --set "env.id=\"$env_id\"" --set "${variant#* }" --set run.total_env_steps="$steps" \
     --set run.out_dir="\"$tmp\"" --set run.name="\"$name\"" --set 'run.checkpoint="never"' \
     --set 'replay.dump="never"' --set run.tensorboard=false --set run.log_interval_s=5 > "$tmp/$name.log" 2>&1 || true
   python3 - "$tmp/$name/summary.json" "$name" <<'PY' || { echo "$name: failed, its log: $tmp/$name.log"; tail -5 "$tmp/$name.log"; keep=1; }

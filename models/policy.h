@@ -72,7 +72,7 @@ class PolicyImpl : public PolicyModel {
   // the head and the value is known in closed form (APPO's: learner/algorithms/appo_by_hand.cpp):
   // the forward pass as addmm and in-place activations, the backward pass as two mm and a column
   // sum per layer, and no autograd graph (a small MLP's step on a CPU is mostly the dispatch of
-  // small ops and autograd's bookkeeping). Only for the MLP encoder over vector observations
+  // small ops and autograd's bookkeeping). Only for the MLP encoder over float vector observations
   // without a core, Python module or act_q, float32 on the CPU (by_hand()). tape_forward: obs
   // [..., obs_size] float; tape_backward sets every parameter's .grad() (as backward() after
   // zero_grad) from d_head [N, L or A], d_value [N] (return units) and, for a Gaussian policy,

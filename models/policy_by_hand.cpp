@@ -9,7 +9,7 @@
 namespace mpirl::models {
 
 bool PolicyImpl::by_hand() const {
-  return !py_ && !cnn_ && !core_ && !act_q_ && obs_rank_ == 1 && pi_->weight.device().is_cpu() &&
+  return !py_ && !cnn_ && !core_ && !act_q_ && obs_rank_ == 1 && !spec_.obs_uint8 && pi_->weight.device().is_cpu() &&
          pi_->weight.scalar_type() == torch::kFloat32;
 }
 
