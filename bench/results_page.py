@@ -39,6 +39,8 @@ TITLES = {"mujoco": "MuJoCo", "mujoco_native": "MuJoCo on mpirl's native envs", 
           "r2d2_classic": "Classic control (R2D2)", "atari": "Atari (GPU learner, central inference)"}
 # How a suite's runs shared their machine, where it is not the usual one to five at a time.
 RUN_NOTES = {"atari": "One run per call of a lend, alone on the machine.",
+             "mujoco": "One run at a time on the AMD VM with AVX-512 (December 3), with the config's "
+                       "gradient in closed form (learner.grad_by_hand, docs/algorithms.md).",
              "mujoco_native": "One run at a time on the AMD VM (December 2); from Humanoid's seed 3 to its seed 5 "
                               "(seven runs) a niced build of an older mpirl ran beside them, and two 16k-step "
                               "Pendulum runs beside Ant's seed 3."}
@@ -60,10 +62,6 @@ SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and test
                                5: "one at a time on the AMD VM (Asterix's run beside a fresh clone's build and "
                                   "CartPole run for 4.5 of its minutes)",
                                6: "one at a time on the AMD VM"},
-             "mujoco": {1: "on the AMD VM with AVX-512, December 2; Hopper alone, the rest two runs "
-                           "at a time (about 1.4x an alone run's wall: Hopper's seed 1 alone took 242 s, its seed 6 "
-                           "beside another run 339 s)",
-                        **{s: "on the AMD VM with AVX-512, December 2, two runs at a time" for s in (2, 3, 4, 5, 6)}},
              "mujoco_native": {**{s: "on the AMD VM with AVX-512, December 2, beside other runs and a fresh clone's CI"
                                   for s in (1, 2, 3)},
                                4: "on the AMD VM with AVX-512, December 2 (Hopper, Walker2d, HalfCheetah and Ant "

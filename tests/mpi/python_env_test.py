@@ -271,11 +271,12 @@ def random_gym_return(env_id, episodes=20):
 
 def case_learn_mujoco_hopper(args):
     # The MuJoCo suite's config (configs/mujoco.toml, issue 41) on gym:Hopper-v4 for 100k env steps
-    # (its learning rate anneals to 0 over the budget): seeds 1-3 ended at 419.5, 621.4 and 646.5
-    # (about 21 s each, alone) on the AMD VM with AVX-512 with the config's 32 step-minibatches and
-    # kl_target (564.6, 334.8 and 546.0 before them); a random policy scores about 26, so the bound
-    # is 8x random (about 206) and at least 150. 100k, not 200k (400-903 over six seeds): the test
-    # was 130 of the 3,383 CPU-s of a ctest -j3 on that VM (bench/ctest_cpu.py).
+    # (its learning rate anneals to 0 over the budget): seeds 1-3 ended at 499.9, 408.0 and 371.6
+    # (about 13 s each, alone) on the AMD VM with AVX-512 with the gradient in closed form
+    # (learner.grad_by_hand), 419.5, 621.4 and 646.5 (about 21 s) with autograd's, and 564.6, 334.8
+    # and 546.0 before the config's 32 step-minibatches and kl_target; a random policy scores about
+    # 26, so the bound is 8x random (about 206) and at least 150. 100k, not 200k (400-903 over six
+    # seeds): the test was 130 of the 3,383 CPU-s of a ctest -j3 on that VM (bench/ctest_cpu.py).
     config = os.path.join(os.path.dirname(PYDIR), "..", "configs", "mujoco.toml")
     rnd = random_gym_return("Hopper-v4")
     budget = 100000
