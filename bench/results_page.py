@@ -41,9 +41,8 @@ TITLES = {"mujoco": "MuJoCo", "mujoco_native": "MuJoCo on mpirl's native envs", 
 RUN_NOTES = {"atari": "One run per call of a lend, alone on the machine.",
              "mujoco": "One run at a time on the AMD VM with AVX-512 (December 3), with the config's "
                        "gradient in closed form (learner.grad_by_hand, docs/algorithms.md).",
-             "mujoco_native": "One run at a time on the AMD VM (December 2); from Humanoid's seed 3 to its seed 5 "
-                              "(seven runs) a niced build of an older mpirl ran beside them, and two 16k-step "
-                              "Pendulum runs beside Ant's seed 3."}
+             "mujoco_native": "One run at a time on the AMD VM with AVX-512 (December 3), with the config's "
+                              "gradient in closed form (learner.grad_by_hand, docs/algorithms.md)."}
 # How each seed's runs of a suite shared their machine (the CSV records the machine only); a suite
 # listed here needs an entry for every seed it has, or its page says "not recorded".
 SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and tests at times",
@@ -61,13 +60,7 @@ SEED_RUNS = {"memory": {1: "one at a time on the Xeon VM, beside builds and test
                                3: "one at a time on the AMD VM", 4: "one at a time on the AMD VM",
                                5: "one at a time on the AMD VM (Asterix's run beside a fresh clone's build and "
                                   "CartPole run for 4.5 of its minutes)",
-                               6: "one at a time on the AMD VM"},
-             "mujoco_native": {**{s: "on the AMD VM with AVX-512, December 2, beside other runs and a fresh clone's CI"
-                                  for s in (1, 2, 3)},
-                               4: "on the AMD VM with AVX-512, December 2 (Hopper, Walker2d, HalfCheetah and Ant "
-                                  "beside other runs; Humanoid alone)",
-                               5: "one at a time on the AMD VM with AVX-512, December 2",
-                               6: "one at a time on the AMD VM with AVX-512, December 2"}}
+                               6: "one at a time on the AMD VM"}}
 
 
 def seed_runs(suite, rows):
