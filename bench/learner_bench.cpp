@@ -61,6 +61,10 @@ int main(int argc, char** argv) {
   std::vector<TrainBatch> batches;
   for (uint64_t k = 0; k < 4; ++k) {
     batches.push_back(testing::random_batch(T, B, D, std::max<int64_t>(A, 1), S, k, false, dev));
+    std::vector<int64_t> obs_shape{T + 1, B};  // the env's own: images as [C, H, W], pixels as uint8
+    obs_shape.insert(obs_shape.end(), spec.obs_shape.begin(), spec.obs_shape.end());
+    auto& obs = batches.back().obs;
+    obs = spec.obs_uint8 ? torch::randint(0, 256, obs_shape, torch::kUInt8).to(dev) : obs.view(obs_shape);
     if (!spec.discrete) {  // Gaussian actions near a unit-variance policy's
       auto& b = batches.back();
       b.actions = torch::randn({T, B, spec.action_dim}).to(dev);
