@@ -7,6 +7,8 @@
 // box action space gets Gaussian actions), e.g. the MuJoCo suite's APPO:
 //   build/bench_learner --device cpu --config configs/mujoco.toml --modes eager
 #include <CLI/CLI.hpp>
+#include <cstring>
+#include <random>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -19,6 +21,27 @@
 #include "envs/registry.h"
 #include "learner/trainer.h"
 #include "tests/common/train_batches.h"
+
+namespace {
+// uint8 observations as the env makes them (MinAtar's are mostly zeros, which model.sparse_input
+// exploits; random bytes would not be): [T + 1, B] frames of one env played with uniformly random
+// actions, a new episode after each end.
+torch::Tensor env_frames(const mpirl::Config& cfg, const std::vector<int64_t>& shape, uint64_t seed) {
+  auto env = mpirl::envs::make_env(cfg.env.id, 1000 + seed, mpirl::envs::env_options(cfg));
+  auto out = torch::empty(shape, torch::kUInt8);
+  const int64_t rows = shape[0] * shape[1], size = env->spec().obs_size();
+  uint8_t* p = out.data_ptr<uint8_t>();
+  std::mt19937_64 rng(seed);
+  env->reset(p);
+  for (int64_t i = 1; i < rows; ++i) {
+    mpirl::envs::Action a;
+    a.index = int64_t(rng() % uint64_t(std::max<int64_t>(env->spec().num_actions, 1)));
+    auto r = env->step(a, p + i * size);
+    if (r.terminated || r.truncated) env->reset(p + i * size);
+  }
+  return out;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"learner updates per second: eager vs CUDA graph"};
@@ -64,7 +87,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> obs_shape{T + 1, B};  // the env's own: images as [C, H, W], pixels as uint8
     obs_shape.insert(obs_shape.end(), spec.obs_shape.begin(), spec.obs_shape.end());
     auto& obs = batches.back().obs;
-    obs = spec.obs_uint8 ? torch::randint(0, 256, obs_shape, torch::kUInt8).to(dev) : obs.view(obs_shape);
+    obs = spec.obs_uint8 ? env_frames(cfg, obs_shape, k).to(dev) : obs.view(obs_shape);
     if (!spec.discrete) {  // Gaussian actions near a unit-variance policy's
       auto& b = batches.back();
       b.actions = torch::randn({T, B, spec.action_dim}).to(dev);

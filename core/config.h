@@ -100,6 +100,7 @@ struct Config {
     std::string init = "default";   // "default" (LibTorch's) or "orthogonal" (MLP layers and heads)
     double log_std_init = -0.5;     // Gaussian policies: the state-independent log-std at the start
     std::string python;             // "file.py:factory": a PyTorch module instead of the built-in (models/python_model.h)
+    bool sparse_input = true;       // uint8 observations into an MLP on the CPU: first layers over their nonzeros
   } model;
   struct R2D2 {  // learner.algo = "r2d2" (learner/algorithms/r2d2/)
     int burn_in = 40;              // first steps of each sequence: the core's state only, no loss, no gradient

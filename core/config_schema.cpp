@@ -149,6 +149,7 @@ const Schema& schema() {
     m["model.log_std_init"] = float_field(-20, 5, [](Config& c, double v) { c.model.log_std_init = v; });
     m["model.critic"] = string_field({"shared", "separate"}, [](Config& c, std::string v) { c.model.critic = v; });
     m["model.python"] = string_field({}, [](Config& c, std::string v) { c.model.python = v; });
+    m["model.sparse_input"] = bool_field([](Config& c, bool v) { c.model.sparse_input = v; });
     m["model.obs_norm"] = bool_field([](Config& c, bool v) { c.model.obs_norm = v; });
     m["model.obs_norm_clip"] = float_field(1e-3, 1e9, [](Config& c, double v) { c.model.obs_norm_clip = v; });
     m["r2d2.burn_in"] = int_field(0, 1 << 16, [](Config& c, int64_t v) { c.r2d2.burn_in = int(v); });

@@ -32,6 +32,10 @@ struct ModelOptions {
   // argmax): R2D2's actors then compute their sequences' initial priorities from them
   // (r2d2.initial_priority = "actor"). Costs the value head per step.
   bool act_q = false;
+  // uint8 observations into the MLP encoder on the CPU: the first layers of the torso and the
+  // critic over the observations' nonzero entries only (models/sparse_input.h) in the learner's
+  // forward() and unroll(). The same function; false: dense layers.
+  bool sparse_input = true;
 };
 
 }  // namespace mpirl::models

@@ -12,6 +12,7 @@
 #include "models/model_options.h"
 #include "models/policy_model.h"
 #include "models/python_model.h"
+#include "models/sparse_input.h"
 #include "models/state_size.h"
 
 namespace mpirl::models {
@@ -133,6 +134,14 @@ class PolicyImpl : public PolicyModel {
   std::shared_ptr<PythonModel> py_;
   torch::Tensor py_obs(const torch::Tensor& raw) const;  // what the Python module sees: float32
   torch::Tensor py_value(const torch::Tensor& v) const;   // its value in return units
+  // model.sparse_input: uint8 observations into the MLP encoder. While forward() or unroll() runs
+  // on such a batch, sparse_ lists its nonzero entries and the first layers of the torso and the
+  // critic read it (models/sparse_input.h) instead of the dense input.
+  bool sparse_input_ = false;
+  const SparseRows* sparse_ = nullptr;
+  bool sparse_ok(const torch::Tensor& obs) const;
+  // A layer stack's forward pass with activations, its first layer from sparse_ when set.
+  torch::Tensor mlp(std::vector<torch::nn::Linear>& layers, torch::Tensor h);
 };
 TORCH_MODULE(Policy);
 

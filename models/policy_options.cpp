@@ -154,6 +154,7 @@ ModelOptions model_options(const Config& cfg) {
   o.log_std_init = cfg.model.log_std_init;
   o.python = cfg.model.python;
   o.act_q = r2d2_actor_priorities(cfg);
+  o.sparse_input = cfg.model.sparse_input;
   return o;
 }
 
