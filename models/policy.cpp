@@ -123,27 +123,6 @@ torch::Tensor PolicyImpl::torso(const torch::Tensor& obs) {
   return mlp(torso_, sparse_ || obs_rank_ == 1 ? obs : obs.flatten(obs.dim() - obs_rank_));
 }
 
-torch::Tensor PolicyImpl::mlp(std::vector<torch::nn::Linear>& layers, torch::Tensor h) {
-  for (size_t i = 0; i < layers.size(); ++i) {
-    auto a = i == 0 && sparse_ ? sparse_linear(*sparse_, layers[0]->weight, layers[0]->bias) : layers[i](h);
-    h = relu_ ? torch::relu(a) : torch::tanh(a);
-  }
-  return h;
-}
-
-bool PolicyImpl::sparse_ok(const torch::Tensor& obs) const {
-  return sparse_input_ && obs.scalar_type() == torch::kUInt8 && obs.device().is_cpu();
-}
-
-namespace {
-// sparse_ for the length of one forward()/unroll()
-struct SparseScope {
-  const SparseRows*& slot;
-  SparseScope(const SparseRows*& p, const SparseRows* s) : slot(p) { slot = s; }
-  ~SparseScope() { slot = nullptr; }
-};
-}  // namespace
-
 torch::Tensor PolicyImpl::value_of(const torch::Tensor& h, const torch::Tensor& obs) {
   torch::Tensor vh = h;
   if (separate_critic_) {
@@ -182,12 +161,7 @@ PolicyOutput PolicyImpl::forward(const torch::Tensor& obs) {
     return {o.dist.reshape(dshape), o.value.reshape(lead)};
   }
   TORCH_CHECK(!core_, "Policy::forward is for feed-forward policies; use step() or unroll() with a recurrent core");
-  if (sparse_ok(obs)) {
-    std::vector<int64_t> lead(obs.sizes().begin(), obs.sizes().end() - obs_rank_);
-    const SparseRows s = sparse_rows(obs.reshape({-1, spec_.obs_size()}));
-    SparseScope scope(sparse_, &s);
-    return unflatten(heads(torso(torch::Tensor()), torch::Tensor()), lead);
-  }
+  if (sparse_ok(obs)) return sparse_pass(obs, torch::Tensor(), torch::Tensor());
   const auto x = input(obs);
   if (obs_rank_ != 1 || x.dim() <= 2) return heads(torso(x), x);
   // [..., D] -> [N, D]: the linear layers then run on 2-D inputs, one addmm each (autograd records
@@ -215,14 +189,7 @@ PolicyOutput PolicyImpl::unroll(const torch::Tensor& obs, const torch::Tensor& i
     PolicyOutput o = py_->unroll(py_obs(obs), is_init.to(torch::kFloat32), s0);
     return {o.dist, py_value(o.value)};
   }
-  if (sparse_ok(obs)) {  // [T, B, obs...] as [T * B, obs_size] entries
-    const int64_t T = obs.size(0), B = obs.size(1);
-    const SparseRows s = sparse_rows(obs.reshape({T * B, spec_.obs_size()}));
-    SparseScope scope(sparse_, &s);
-    auto h = torso(torch::Tensor());
-    if (core_) h = core_->sequence(h.view({T, B, h.size(-1)}), state0, is_init).first.flatten(0, 1);
-    return unflatten(heads(h, torch::Tensor()), {T, B});
-  }
+  if (sparse_ok(obs)) return sparse_pass(obs, is_init, state0);
   const auto x = input(obs);  // [T, B, obs...]
   if (obs_rank_ != 1) {
     auto h = torso(x);

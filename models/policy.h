@@ -140,6 +140,8 @@ class PolicyImpl : public PolicyModel {
   bool sparse_input_ = false;
   const SparseRows* sparse_ = nullptr;
   bool sparse_ok(const torch::Tensor& obs) const;
+  // forward() (no core: obs [N, obs...]) and unroll() (obs [T, B, obs...]) over sparse_ok() obs.
+  PolicyOutput sparse_pass(const torch::Tensor& obs, const torch::Tensor& is_init, const torch::Tensor& state0);
   // A layer stack's forward pass with activations, its first layer from sparse_ when set.
   torch::Tensor mlp(std::vector<torch::nn::Linear>& layers, torch::Tensor h);
 };
