@@ -9,40 +9,32 @@ Usage: bench/compare_results.py BASE_DIR CANDIDATE_DIR [--names base,candidate]
   (each DIR holds a results.csv as written by bench/learning.py or bench/suite_import.py)
 """
 import argparse
-import csv
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import learning  # noqa: E402
 
 TUNING = {1, 2, 3}
 
 
 def read(d):
-    path = os.path.join(d, "results.csv")
+    """{(task, seed): row} of DIR/results.csv, read as bench/learning.py reads it."""
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise SystemExit(f"compare_results: {path}: {e}")
-    out = {}
-    for i, r in enumerate(rows, 2):
-        try:
-            out[(r["task"], int(r["seed"]))] = r
-        except (KeyError, ValueError) as e:
-            raise SystemExit(f"compare_results: {path} line {i}: no task or seed ({e})")
-    return out
+        return {(r["task"], r["seed"]): r for r in learning.read_results(d)}
+    except (OSError, KeyError, ValueError) as e:
+        raise SystemExit(f"compare_results: {os.path.join(d, 'results.csv')}: unreadable ({e!r})")
 
 
 def final(r):
-    try:
-        return float(r["final_mean_return"])
-    except (TypeError, ValueError):
-        return float("nan")
+    v = r.get("final_mean_return")
+    return float("nan") if v is None else v
 
 
 def steps(r):
-    s = r.get("steps_to_threshold") or ""
-    return f"{int(s) / 1e6:.2f}M" if s else "-"
+    s = r.get("steps_to_threshold")
+    return "-" if s is None else f"{s / 1e6:.2f}M"
 
 
 def mean(xs):
