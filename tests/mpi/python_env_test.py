@@ -228,11 +228,12 @@ def case_learn_minatar_breakout(args):
     learn_minatar_breakout(args, "minatar_breakout.toml", 1100, 200000)
 
 
-def learn_minatar_breakout(args, config_name, timeout, budget=600000):
-    """Breakout-MinAtar with configs/CONFIG_NAME for BUDGET env steps: at least 4x random."""
+def learn_minatar_breakout(args, config_name, timeout, budget=600000, extra=()):
+    """Breakout-MinAtar with configs/CONFIG_NAME (and the EXTRA overrides) for BUDGET env steps: at
+    least 4x random."""
     config = os.path.join(os.path.dirname(PYDIR), "..", "configs", config_name)
     rnd = random_minatar_return("breakout")
-    p, dt, d = run(args, 4, [f"run.total_env_steps={budget}", "run.max_wall_seconds=0"], timeout,
+    p, dt, d = run(args, 4, [f"run.total_env_steps={budget}", "run.max_wall_seconds=0", *extra], timeout,
                    config=os.path.normpath(config))
     s = finished_run(p, d, budget)
     curve = [json.loads(line) for line in open(os.path.join(d, "curve.jsonl"))]
@@ -251,7 +252,10 @@ def case_learn_minatar_suite(args):
     # 600k; bench/results/suites/minatar/curves) on their way to 24-28 at 5M; a random policy scores
     # about 0.45, so the bound is 4x random (about 1.9), as learning.minatar_breakout's for the CNN
     # config. 300k, not 600k: the test is in CI's chain of two-core tests (134 s there at 600k).
-    learn_minatar_breakout(args, "minatar.toml", 600, budget=300000)
+    # The config anneals the learning rate linearly over run.total_env_steps; cut to 300k, that
+    # would halve the mean rate. At 300k of the suite's 10M the rate is still 97% of its start,
+    # so the test pins the constant rate: it checks the first 300k steps of the suite's run.
+    learn_minatar_breakout(args, "minatar.toml", 600, budget=300000, extra=['learner.lr_schedule="constant"'])
 
 
 def random_gym_return(env_id, episodes=20):
