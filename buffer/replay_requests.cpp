@@ -21,6 +21,7 @@ bool ReplayServer::handle_learners() {
                              wire::Kind::CheckpointRequest});
     if (comms_.layout.role_of(src) != Role::Learner)
       throw Error(fmt::format("replay: {} from rank {}, which is not a learner", wire::kind_name(msg.env.kind), src));
+    stalls_.start();  // the learners are up, and the first parameters are (about) at the actors
     switch (msg.env.kind) {
       case wire::Kind::SampleRequest: {
         const int64_t n = read_sample_request(msg, src, cfg_.learner.batch_size);

@@ -10,9 +10,12 @@
 #include "core/error.h"
 
 namespace mpirl::buffer {
+namespace {
+constexpr int kStartupFactor = 10;  // start-up may take this many stall timeouts
+}  // namespace
 
 StallWatch::StallWatch(const Comms& comms, double timeout_s)
-    : comms_(comms), timeout_s_(timeout_s), last_check_(now_seconds()),
+    : comms_(comms), timeout_s_(timeout_s), created_(now_seconds()), last_check_(created_),
       last_(size_t(comms.layout.actors()), now_seconds()), done_(size_t(comms.layout.actors()), 0) {
   // A replay shard watches the actors that send to it; the others are another shard's.
   const int shard = comms.layout.shard_index(comms.rank);
@@ -21,7 +24,16 @@ StallWatch::StallWatch(const Comms& comms, double timeout_s)
     if (comms.layout.shard_of(comms.layout.actor_rank(a)) != shard) done_[size_t(a)] = 1;
 }
 
-void StallWatch::heard(int rank) { last_[size_t(comms_.layout.actor_index(rank))] = now_seconds(); }
+void StallWatch::start() {
+  if (started_) return;
+  started_ = true;
+  excuse_all();
+}
+
+void StallWatch::heard(int rank) {
+  start();
+  last_[size_t(comms_.layout.actor_index(rank))] = now_seconds();
+}
 
 void StallWatch::done(int rank) { done_[size_t(comms_.layout.actor_index(rank))] = 1; }
 
@@ -32,6 +44,17 @@ void StallWatch::check() {
   const double now = now_seconds();
   if (now - last_check_ < 0.5) return;
   last_check_ = now;
+  if (!started_) {
+    if (now - created_ <= kStartupFactor * timeout_s_) return;
+    std::vector<std::string> learners;
+    for (int r = 0; r < comms_.layout.world; ++r)
+      if (comms_.layout.role_of(r) == Role::Learner) learners.push_back(fmt::format("rank {} @ {}", r, comms_.host(r)));
+    throw Error(fmt::format("replay: no request from the learners ({}) and no rollout from any actor for {:.1f} s "
+                            "after start-up, more than {} x run.stall_timeout_s = {} s: a start-up that does not "
+                            "end (a learner hung in its self-check or first parameter broadcast, an env that never "
+                            "resets); raise run.stall_timeout_s if start-up legitimately takes longer",
+                            fmt::join(learners, ", "), now - created_, kStartupFactor, timeout_s_));
+  }
   std::vector<std::string> silent;
   for (size_t a = 0; a < last_.size(); ++a) {
     if (done_[a] || now - last_[a] <= timeout_s_) continue;

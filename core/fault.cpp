@@ -47,6 +47,12 @@ void test_update_delay() {
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+void test_start_delay() {
+  const char* e = test_hook("MPIRL_TEST_START_DELAY_MS");
+  const int ms = e ? std::atoi(e) : 0;
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 void kill_point(const char* where) {
   static const std::string spec = [] {
     const char* e = test_hook("MPIRL_TEST_KILL_AT");

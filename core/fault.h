@@ -10,6 +10,11 @@ void fault_point();
 // the learner the bottleneck by a known amount whatever the machine's speed. Unset: one branch.
 void test_update_delay();
 
+// MPIRL_TEST_START_DELAY_MS=N: learner 0 sleeps N ms before it publishes the first parameters (a
+// slow start: a long self-check or model load), so that a test can make start-up take a known
+// time. Unset: one branch.
+void test_start_delay();
+
 // MPIRL_TEST_KILL_AT="WHERE:N": the N-th time this process reaches kill_point(WHERE) it raises
 // SIGKILL (no handler, no unwinding: as the OOM killer or a lost node would stop it). The points:
 // "seal" (learner 0, every file of a checkpoint written, COMPLETE not yet) and "replay_part" (the

@@ -98,6 +98,7 @@ int run_learner(const Config& cfg, const Comms& comms, const RunStart& start) {
     }
   }
   if (lead) {  // actors wait for the first parameters before stepping
+    test_start_delay();
     publisher = std::make_unique<Publisher>(comms, policy, cfg.actor.param_tests);
     publisher->due();
     publisher->poll(version);

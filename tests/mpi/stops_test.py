@@ -5,6 +5,10 @@
   abort_on_rank_error           a rank that throws ends the whole job within 10 s, naming the rank
   stall_detected                actors silent for run.stall_timeout_s end the job, naming ranks and hosts
   backpressure_is_not_a_stall   actors waiting on a full queue with a rollout sent are not stalled
+  slow_start_is_not_a_stall     learner 0 starts 3 s late (3 x run.stall_timeout_s): the actors,
+                                which wait for its first parameters, are not silent, and the run ends
+  start_stall_detected          learner 0 never gets to publish (60 s late, 0.5 s timeout): after
+                                10 x run.stall_timeout_s the replay ends the job, naming the learners
 Run one: stops_test.py --mpirl build/mpirl CASE"""
 import json
 import os
@@ -140,6 +144,39 @@ def case_backpressure_is_not_a_stall(args):
     s = finished_run(subprocess.CompletedProcess(cmd, code), os.path.join(out_dir, "run"), 8000)
     check("with a rollout sent (back-pressure" in out and "not a stall" in out,
           "an actor waited longer than run.stall_timeout_s under back-pressure, and the run went on")
+
+
+def case_slow_start_is_not_a_stall(args):
+    # The replay's clock for the actors starts when they can step (the first learner request or
+    # rollout): before that, a slow start is no actor's silence. Without that, this run ends with
+    # "no message from 2 actor(s)" about 1 s after the replay starts.
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = command(args, 4, ["run.stall_timeout_s=1", "run.total_env_steps=4000"], out_dir)
+    code, out, _ = run_streamed(cmd, dict(ENV, MPIRL_TEST_START_DELAY_MS="3000"), 180)
+    sys.stdout.write(out[-1500:])
+    check("MPIRL_TEST_START_DELAY_MS=3000" in out, "the start-up delay was injected")
+    finished_run(subprocess.CompletedProcess(cmd, code), os.path.join(out_dir, "run"), 4000)
+
+
+def case_start_stall_detected(args):
+    # A start-up that never ends (learner 0 sleeps 60 s before its first parameters): after
+    # 10 x run.stall_timeout_s = 5 s the replay ends the job, naming the learners.
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    out_dir = os.path.join(args.workdir, name)
+    cmd = command(args, 4, ["run.stall_timeout_s=0.5"], out_dir)
+    code, out, lines = run_streamed(cmd, dict(ENV, MPIRL_TEST_START_DELAY_MS="60000"), 180)
+    sys.stdout.write(out[-1500:])
+    check(code != 0, f"job exit code {code} != 0")
+    check("no request from the learners (rank 0 @" in out and "10 x run.stall_timeout_s" in out,
+          "the error names the learners and the start-up limit")
+    after = [float(x) for x in re.findall(r"no rollout from any actor for ([0-9.]+) s", out)]
+    check(after and after[0] >= 5, f"reported after 10 x 0.5 s or more ({after})")
+    check(not re.search(r"no message from \d+ actor", out), "no actor is blamed for the learners' start")
+    dt = seconds_after(lines, "10 x run.stall_timeout_s")
+    check(dt is not None and dt < 30, f"job gone {dt:.1f} s after the stall was reported (< 30 s, not the 60 s sleep)")
+    left = ranks_left(out_dir)
+    check(not left, f"no rank left running ({left})")
 
 
 if __name__ == "__main__":
