@@ -15,7 +15,7 @@ constexpr int kStartupFactor = 10;  // start-up may take this many stall timeout
 }  // namespace
 
 StallWatch::StallWatch(const Comms& comms, double timeout_s)
-    : comms_(comms), timeout_s_(timeout_s), created_(now_seconds()), last_check_(created_),
+    : comms_(comms), timeout_s_(timeout_s), startup_from_(now_seconds()), last_check_(startup_from_),
       last_(size_t(comms.layout.actors()), now_seconds()), done_(size_t(comms.layout.actors()), 0) {
   // A replay shard watches the actors that send to it; the others are another shard's.
   const int shard = comms.layout.shard_index(comms.rank);
@@ -37,7 +37,10 @@ void StallWatch::heard(int rank) {
 
 void StallWatch::done(int rank) { done_[size_t(comms_.layout.actor_index(rank))] = 1; }
 
-void StallWatch::excuse_all() { std::fill(last_.begin(), last_.end(), now_seconds()); }
+void StallWatch::excuse_all() {
+  startup_from_ = now_seconds();  // a start-up not yet over counts from here too (after a long restore)
+  std::fill(last_.begin(), last_.end(), startup_from_);
+}
 
 void StallWatch::check() {
   if (timeout_s_ <= 0) return;
@@ -45,7 +48,7 @@ void StallWatch::check() {
   if (now - last_check_ < 0.5) return;
   last_check_ = now;
   if (!started_) {
-    if (now - created_ <= kStartupFactor * timeout_s_) return;
+    if (now - startup_from_ <= kStartupFactor * timeout_s_) return;
     std::vector<std::string> learners;
     for (int r = 0; r < comms_.layout.world; ++r)
       if (comms_.layout.role_of(r) == Role::Learner) learners.push_back(fmt::format("rank {} @ {}", r, comms_.host(r)));
@@ -53,7 +56,7 @@ void StallWatch::check() {
                             "after start-up, more than {} x run.stall_timeout_s = {} s: a start-up that does not "
                             "end (a learner hung in its self-check or first parameter broadcast, an env that never "
                             "resets); raise run.stall_timeout_s if start-up legitimately takes longer",
-                            fmt::join(learners, ", "), now - created_, kStartupFactor, timeout_s_));
+                            fmt::join(learners, ", "), now - startup_from_, kStartupFactor, timeout_s_));
   }
   std::vector<std::string> silent;
   for (size_t a = 0; a < last_.size(); ++a) {

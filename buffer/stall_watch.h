@@ -28,7 +28,7 @@ class StallWatch {
 
  private:
   const Comms& comms_;
-  double timeout_s_, created_, last_check_ = 0;
+  double timeout_s_, startup_from_, last_check_ = 0;
   std::vector<double> last_;   // per actor index: when it was last heard from
   std::vector<char> done_;
   bool started_ = false;
