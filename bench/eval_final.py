@@ -8,7 +8,7 @@ return over N fresh test episodes. This plays each run's saved policy (learning.
 gymnax-blines' evaluation does: it samples from the policy) and greedy (the mode), and writes
 OUT/eval.csv beside the training metric from OUT/results.csv:
 
-    bench/learning.py --tasks pendulum_1m --seeds 1 2 3 4 5 6 --set 'run.checkpoint="end"' --out DIR
+    bench/learning.py --tasks classic_pendulum --seeds 1 2 3 4 5 6 --set 'run.checkpoint="end"' --out DIR
     bench/eval_final.py --mpirl build/mpirl --out DIR
 """
 import argparse
@@ -33,7 +33,7 @@ def play(mpirl, run, episodes, seed, greedy):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mpirl", default="build/mpirl")
+    ap.add_argument("--mpirl", default=str(pathlib.Path(__file__).resolve().parent.parent / "build" / "mpirl"))
     ap.add_argument("--out", required=True, help="a bench/learning.py --out directory (results.csv, runs/)")
     ap.add_argument("--episodes", type=int, default=1000,
                     help="test episodes per run and mode (gymnax-blines plays 164; more give a tighter mean)")
