@@ -40,6 +40,7 @@ DumpInfo write_replay_checkpoint(const DumpSnapshot& items, const ReplayCheckpoi
   nlohmann::json j = {{"status", nlohmann::json(st.status)},
                       {"pending_episode_returns", st.returns},
                       {"pending_episode_lengths", st.lengths},
+                      {"dropped_episode_stats", st.dropped},
                       {"buffer",
                        {{"inserted", b.counters.inserted},
                         {"evicted", b.counters.evicted},
@@ -98,7 +99,7 @@ ReplayCheckpoint resume_from_checkpoint(ReplayBuffer& rb, const RunStart& start,
                     {"replay_items", rb.size()}, {"replay_checksum_crc32", st.checksum},
                     {"env_steps", st.status.env_steps}, {"episodes", st.status.episodes},
                     {"rollouts", st.status.rollouts}, {"inserted", rb.counters().inserted},
-                    {"pending_episode_stats", st.returns.size()}});
+                    {"pending_episode_stats", st.returns.size()}, {"dropped_episode_stats", st.dropped}});
   return st;
 }
 
@@ -127,6 +128,9 @@ ReplayCheckpoint replay_state_from_json(const nlohmann::json& j, const std::stri
     r.max_priority = b.at("max_priority");
     r.rng = b.at("rng");
     if (st.returns.size() != st.lengths.size()) throw Error("pending episode returns and lengths differ in number");
+    // Absent from checkpoints written before it was counted: none dropped then, or not known.
+    st.dropped = j.value("dropped_episode_stats", int64_t(0));
+    if (st.dropped < 0) throw Error(fmt::format("dropped_episode_stats is {}", st.dropped));
     st.items = j.value("items", int64_t(-1));
     st.checksum = j.value("checksum_crc32", uint32_t(0));
   } catch (const std::exception& e) {

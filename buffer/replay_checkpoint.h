@@ -19,6 +19,7 @@ struct ReplayCheckpoint {
   ReplayStatus status;                 // the replay's own counters (env steps, rollouts, episodes, ...)
   std::vector<float> returns;          // finished episodes not yet sent to learner 0
   std::vector<int32_t> lengths;
+  int64_t dropped = 0;                 // episode statistics dropped before learner 0 had them (over the run)
   ReplayBuffer::ResumeState buffer;    // counters, insertion numbers, limiter, sampler RNG
   uint32_t checksum = 0;               // of the items (read_replay_checkpoint: verified on restore)
   int64_t items = 0;                   // in replay.h5

@@ -23,6 +23,7 @@ ReplayCheckpoint ReplayServer::checkpoint_state() const {
       c_.env_steps + c_.discarded_rollouts * cfg_.env.num_envs * (layout_.T() - rollout_overlap(cfg_));
   st.returns = episodes_.returns();
   st.lengths = episodes_.lengths();
+  st.dropped = episodes_.dropped();
   st.buffer = rb_.resume_state();
   return st;
 }
@@ -126,7 +127,7 @@ void ReplayServer::finish_job() {
       if (!start_.resume_from.empty()) {
         c_ = restore_.st.status;
         c_.sampled_by_learner.resize(size_t(comms_.layout.learners), 0);
-        episodes_.assign(restore_.st.returns, restore_.st.lengths);
+        episodes_.assign(restore_.st.returns, restore_.st.lengths, restore_.st.dropped);
       } else {
         c_.restored = restore_.items;
         c_.restored_seq_end = rb_.next_insert_seq();

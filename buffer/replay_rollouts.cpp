@@ -2,6 +2,8 @@
 // straight into a reserved chunk, compressed ones decoded there; ActorDone.
 #include <cmath>
 
+#include <spdlog/spdlog.h>
+
 #include "buffer/messages.h"
 #include "buffer/replay_server.h"
 #include "comm/rollout_codec.h"
@@ -133,7 +135,14 @@ void ReplayServer::received(const Incoming& in) {
                               rb_.chunk_bytes()));
     ++c_.discarded_rollouts;
   } else {  // matched before the stop (or after, into a chunk): stored and counted as such
+    const int64_t dropped = episodes_.dropped();
     episodes_.add(stats.returns, stats.lengths, stats.n);
+    if (dropped == 0 && episodes_.dropped() > 0)
+      spdlog::warn("replay: more than {} finished episodes wait for learner 0 (episodes end faster than its "
+                   "updates collect them): the oldest episodes' returns are dropped from now on, so learner 0's "
+                   "episode count leaves them out (the replay's own, in the summary, keeps them) and the returns "
+                   "it reports may lag the actors by up to that many episodes",
+                   PendingEpisodes::kMaxPending);
     rb_.commit_chunk(payload_offset, rows);
     ++c_.rollouts;
     c_.env_steps += rows * new_steps(layout_.T(), rollout_overlap(cfg_), msg.env.seq);  // repeated steps once

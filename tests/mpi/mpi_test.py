@@ -236,9 +236,12 @@ def check_resumed(d, ckpt, st, rs):
           f"replay resumed {rr['replay_items']} items, CRC-32 {rr['replay_checksum_crc32']:08x} = the checkpoint's")
     check(rr["env_steps"] == st["env_steps"] == rs["status"]["env_steps"] and rr["episodes"] == rs["status"]["episodes"],
           f"replay resumed at {rr['env_steps']} env steps, {rr['episodes']} episodes = the checkpoint's")
-    # Every finished episode is in exactly one place: learner 0's statistics or the replay's pending ones.
-    check(lr["episodes"] + rr["pending_episode_stats"] == rr["episodes"],
-          f"episodes: learner {lr['episodes']} + replay pending {rr['pending_episode_stats']} = replay {rr['episodes']}")
+    # Every finished episode is in exactly one place: learner 0's statistics, the replay's pending
+    # ones, or those the replay dropped beyond its pending cap (episodes that end faster than
+    # learner 0's updates collect them: short episodes, a slow learner).
+    check(lr["episodes"] + rr["pending_episode_stats"] + rr["dropped_episode_stats"] == rr["episodes"],
+          f"episodes: learner {lr['episodes']} + replay pending {rr['pending_episode_stats']} + dropped "
+          f"{rr['dropped_episode_stats']} = replay {rr['episodes']}")
 
 
 def run_resume(args, d, sets, timeout, n=5):

@@ -12,6 +12,7 @@
 
 #include "buffer/hdf5_dump.h"
 #include "buffer/replay_buffer.h"
+#include "buffer/pending_episodes.h"
 #include "buffer/replay_checkpoint.h"
 #include "comm/seq_layout.h"
 #include "core/error.h"
@@ -204,6 +205,7 @@ TEST_F(DumpTest, CheckpointRoundTripContinuesTheSameSampling) {
   st.status.episodes = 5;
   st.returns = {1.5f, 2.5f};
   st.lengths = {10, 20};
+  st.dropped = 7;
   st.buffer = a.resume_state();
   auto info = write_replay_checkpoint(a, st, dir.string(), "CartPole-v1", "x = 1");
   EXPECT_EQ(info.items, 16);
@@ -215,6 +217,7 @@ TEST_F(DumpTest, CheckpointRoundTripContinuesTheSameSampling) {
   EXPECT_EQ(got.status.episodes, 5);
   EXPECT_EQ(got.returns, st.returns);
   EXPECT_EQ(got.lengths, st.lengths);
+  EXPECT_EQ(got.dropped, 7);
   EXPECT_EQ(b.size(), a.size());
   EXPECT_EQ(b.counters().inserted, a.counters().inserted);  // 20, not the 16 the restore inserted
   EXPECT_EQ(b.counters().evicted, a.counters().evicted);
@@ -246,4 +249,32 @@ TEST_F(DumpTest, CheckpointRoundTripContinuesTheSameSampling) {
   } catch (const Error& err) {
     EXPECT_NE(std::string(err.what()).find("replay_state.json says 15"), std::string::npos) << err.what();
   }
+}
+
+// The replay's pending episode statistics: beyond kMaxPending the oldest go, and are counted, so
+// that what learner 0 took + pending + dropped = every episode added (the resume test's invariant).
+TEST(PendingEpisodes, DropsTheOldestBeyondTheCapAndCountsThem) {
+  PendingEpisodes p;
+  const size_t cap = PendingEpisodes::kMaxPending;
+  std::vector<float> r(cap + 30);
+  std::vector<int32_t> l(cap + 30);
+  for (size_t i = 0; i < r.size(); ++i) r[i] = float(i), l[i] = int32_t(i % 1000 + 1);
+  p.add(r.data(), l.data(), cap - 10);  // under the cap: nothing dropped
+  EXPECT_EQ(p.dropped(), 0);
+  float got_r[5];
+  int32_t got_l[5];
+  p.take(5, got_r, got_l);  // learner 0 takes the oldest 5: 0..4
+  EXPECT_EQ(got_r[0], 0.f);
+  EXPECT_EQ(got_r[4], 4.f);
+  p.add(r.data() + (cap - 10), l.data() + (cap - 10), 40);  // cap - 15 + 40 = cap + 25 pending: 25 dropped
+  EXPECT_EQ(p.size(), cap);
+  EXPECT_EQ(p.dropped(), 25);
+  EXPECT_EQ(int64_t(5 + p.size()) + p.dropped(), int64_t(cap + 30));  // taken + pending + dropped = added
+  p.take(1, got_r, got_l);  // the oldest left is episode 5 + 25 = 30
+  EXPECT_EQ(got_r[0], 30.f);
+  EXPECT_EQ(got_l[0], 31);
+  PendingEpisodes q;  // a resume restores the count with the statistics
+  q.assign({1.f}, {2}, 35);
+  EXPECT_EQ(q.dropped(), 35);
+  EXPECT_EQ(q.size(), 1u);
 }
