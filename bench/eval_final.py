@@ -14,10 +14,14 @@ OUT/eval.csv beside the training metric from OUT/results.csv:
 import argparse
 import csv
 import json
+import os
 import pathlib
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import learning  # noqa: E402
 
 
 def play(mpirl, run, episodes, seed, greedy):
@@ -45,14 +49,13 @@ def main():
     results = out / "results.csv"
     if not results.exists():
         sys.exit(f"eval_final: {results} not found: run bench/learning.py --out {out} first")
-    rows = list(csv.DictReader(results.open()))
     table = []
-    for r in rows:
-        name = f"{r['task']}-s{r['seed']}"
-        run = out / "runs" / name
+    for r in learning.read_results(str(out)):
+        run = pathlib.Path(r["run_dir"])
+        name = run.name
         if not (run / "model.pt").exists():
             sys.exit(f"eval_final: {run}/model.pt not found: the runs need --set 'run.checkpoint=\"end\"'")
-        seed = args.seed + int(r["seed"])
+        seed = args.seed + r["seed"]
         sampled = play(args.mpirl, run, args.episodes, seed, greedy=False)
         greedy = play(args.mpirl, run, args.episodes, seed, greedy=True)
         table.append({"task": r["task"], "seed": r["seed"], "train_last100": r["final_mean_return"],
